@@ -1,0 +1,209 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kubevents/kubevents/eventapi"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Interface stores core/v1 Events. Objects passed in are not retained
+// after the call returns, except in the watch events the write produces,
+// which share them read-only; objects returned (and objects in watch events)
+// must be treated as read-only by callers, since they may be shared with
+// other readers. Returned objects carry metadata.resourceVersion.
+type Interface interface {
+	// Get returns the event namespace/name, or ErrNotFound.
+	Get(ctx context.Context, namespace, name string) (*corev1.Event, error)
+
+	// List returns the events matching opts in (namespace, name) order, at
+	// the revision given by opts (see ListOptions).
+	List(ctx context.Context, opts ListOptions) (*ListResult, error)
+
+	// Create stores ev, which must not carry a resourceVersion, under its
+	// namespace and name. It fails with ErrExists if that key is taken.
+	Create(ctx context.Context, ev *corev1.Event, opts WriteOptions) (*corev1.Event, error)
+
+	// Update replaces the event at ev's namespace and name. With
+	// opts.Precondition.Revision set, it fails with ErrConflict unless that
+	// is the current revision. A missing event gives ErrNotFound unless
+	// opts.CreateIfMissing is set.
+	Update(ctx context.Context, ev *corev1.Event, opts WriteOptions) (*corev1.Event, error)
+
+	// Delete removes the event namespace/name and returns its last state,
+	// with the deletion's revision as its resourceVersion. It fails with
+	// ErrNotFound, or ErrConflict when a precondition does not hold.
+	Delete(ctx context.Context, namespace, name string, pre Preconditions) (*corev1.Event, error)
+
+	// Watch streams the changes matching opts after opts.Revision (or, when
+	// opts.SendInitialEvents is set, the current state as ADDED events
+	// followed by later changes). A revision older than the kept history
+	// gives ErrCompacted.
+	Watch(ctx context.Context, opts WatchOptions) (Watcher, error)
+
+	// Revision returns the revision of the last durable write.
+	Revision() int64
+
+	// Stats reports sizes for metrics.
+	Stats() Stats
+
+	// Close flushes pending writes and releases the store. Watchers end.
+	Close() error
+}
+
+// Sentinel errors. Backends wrap them with %w; test with errors.Is.
+var (
+	// ErrNotFound: the key does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: Create found the key taken.
+	ErrExists = errors.New("already exists")
+	// ErrConflict: a precondition (revision or UID) did not hold.
+	ErrConflict = errors.New("precondition failed")
+	// ErrCompacted: the requested revision is older than the kept history.
+	ErrCompacted = errors.New("revision compacted")
+	// ErrFutureRevision: a list asked for a revision the store has not
+	// reached.
+	ErrFutureRevision = errors.New("revision not yet reached")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("store closed")
+)
+
+// Selector selects events: all of them, those of one namespace, and those
+// matching field and label selectors.
+type Selector struct {
+	// Namespace restricts to one namespace; empty means all.
+	Namespace string
+	// Fields is the field selector in internal field names.
+	Fields eventapi.FieldSelector
+	// Labels is the label selector; nil matches everything.
+	Labels labels.Selector
+}
+
+// Matches reports whether ev is selected.
+func (s Selector) Matches(ev *corev1.Event) bool {
+	if s.Namespace != "" && ev.Namespace != s.Namespace {
+		return false
+	}
+	if !s.Fields.Matches(ev) {
+		return false
+	}
+	return s.Labels == nil || s.Labels.Empty() || s.Labels.Matches(labels.Set(ev.Labels))
+}
+
+// ListOptions selects what List returns and at which revision.
+type ListOptions struct {
+	Selector
+	// Limit caps the number of items; 0 means no cap.
+	Limit int64
+	// Continue resumes a previous List at the position it returned; the
+	// list is served at that list's revision while the store keeps it
+	// (ErrCompacted otherwise). Revision and Exact are ignored with it.
+	Continue string
+	// Revision, when > 0, is a lower bound on the revision to serve at (or,
+	// with Exact, the only acceptable one): ErrFutureRevision if the store
+	// has not reached it, ErrCompacted if Exact and it is not current.
+	Revision int64
+	// Exact asks for exactly Revision.
+	Exact bool
+}
+
+// ListResult is a page of a list.
+type ListResult struct {
+	// Items are the matching events, in (namespace, name) order.
+	Items []*corev1.Event
+	// Revision is the revision the list was served at.
+	Revision int64
+	// Continue, when not empty, is the token that returns the next page.
+	Continue string
+}
+
+// Preconditions guard an update or a delete.
+type Preconditions struct {
+	// Revision, when > 0, must be the object's current revision.
+	Revision int64
+	// UID, when set, must be the object's UID.
+	UID string
+}
+
+// WriteOptions qualify Create and Update.
+type WriteOptions struct {
+	// TTL is how long the object lives after this write; <= 0 means the
+	// store's default.
+	TTL time.Duration
+	// Precondition guards Update.
+	Precondition Preconditions
+	// CreateIfMissing lets Update create the object (PUT semantics).
+	CreateIfMissing bool
+}
+
+// WatchOptions select the changes a watch delivers.
+type WatchOptions struct {
+	Selector
+	// Revision: changes after this revision are delivered. 0 means from
+	// now on.
+	Revision int64
+	// SendInitialEvents delivers the current state as ADDED events first,
+	// then changes after the revision of that state.
+	SendInitialEvents bool
+	// InitialEventsEndBookmark sends a BOOKMARK with InitialEventsEnd set
+	// once the initial events are delivered.
+	InitialEventsEndBookmark bool
+	// ProgressInterval, when > 0, sends a BOOKMARK event carrying the
+	// revision the watch has reached whenever this long has passed without
+	// any event being sent.
+	ProgressInterval time.Duration
+}
+
+// Event is one change delivered by a watch.
+type Event struct {
+	// Type is ADDED, MODIFIED, DELETED or BOOKMARK.
+	Type watch.EventType
+	// Object is the event's state after the change (for DELETED, its last
+	// state); nil for BOOKMARK. Read-only: it is shared between watchers.
+	Object *corev1.Event
+	// Revision is the revision of the change, or for BOOKMARK the revision
+	// the watch has reached.
+	Revision int64
+	// InitialEventsEnd marks the bookmark that ends the initial events.
+	InitialEventsEnd bool
+	// Err, when set, ends the watch: ErrCompacted when the watch fell
+	// behind the kept history.
+	Err error
+}
+
+// Watcher is a running watch. Its channel is closed when the watch ends:
+// on Stop, when the context is cancelled, when the store closes, or after an
+// event carrying Err.
+type Watcher interface {
+	ResultChan() <-chan Event
+	Stop()
+}
+
+// Stats are sizes a store reports for metrics.
+type Stats struct {
+	// Events is the number of stored events.
+	Events int64
+	// Bytes is the approximate disk (or memory) footprint.
+	Bytes int64
+	// Expired is the number of events deleted by TTL since start.
+	Expired int64
+	// OldestRevision is the oldest revision watches can resume from.
+	OldestRevision int64
+}
+
+// ErrInvalidContinue: a continue token could not be decoded.
+var ErrInvalidContinue = errors.New("continue key is not valid")
+
+// ContinueExpiredError is returned by List when a continue token's revision
+// is no longer kept. Inconsistent is a token that continues the same list
+// at the current revision instead; it wraps ErrCompacted.
+type ContinueExpiredError struct{ Inconsistent string }
+
+func (e *ContinueExpiredError) Error() string { return ErrCompacted.Error() + " (continue)" }
+
+// Unwrap makes errors.Is(err, ErrCompacted) true.
+func (e *ContinueExpiredError) Unwrap() error { return ErrCompacted }

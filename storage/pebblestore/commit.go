@@ -1,0 +1,433 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/kubevents/kubevents/storage"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+type opKind int
+
+const (
+	opCreate opKind = iota
+	opUpdate
+	opDelete
+	opExpire // delete if still at pre.Revision and expired
+	opTrim   // drop change-log entries below trimTo
+)
+
+// op is one write handed to the committer. The submitting goroutine fills
+// the request fields (doing the expensive encoding itself, in parallel with
+// other requests) and waits on done for the result fields.
+type op struct {
+	kind            opKind
+	ns, name        string
+	ev              *corev1.Event // new state; owned by the store once submitted
+	proto           []byte        // ev as protobuf, without resourceVersion
+	ttl             time.Duration
+	pre             storage.Preconditions
+	createIfMissing bool
+	trimTo          int64
+
+	result *corev1.Event
+	err    error
+	done   chan struct{}
+}
+
+// submit hands o to the committer and waits for its outcome. Once queued, a
+// write is carried out even if ctx is cancelled, so the wait is not
+// cancellable: the caller learns the truth.
+func (s *Store) submit(ctx context.Context, o *op) error {
+	o.done = make(chan struct{})
+	s.submitMu.RLock()
+	if s.stopped {
+		s.submitMu.RUnlock()
+		return storage.ErrClosed
+	}
+	select {
+	case s.ops <- o:
+	case <-ctx.Done():
+		s.submitMu.RUnlock()
+		return ctx.Err()
+	}
+	s.submitMu.RUnlock()
+	<-o.done
+	return o.err
+}
+
+func checkKey(ns, name string) error {
+	if ns == "" || name == "" || bytes.ContainsRune([]byte(ns), '/') || bytes.ContainsRune([]byte(name), '/') {
+		return fmt.Errorf("pebblestore: invalid key %q/%q", ns, name)
+	}
+	return nil
+}
+
+func (s *Store) prepareWrite(kind opKind, ev *corev1.Event, opts storage.WriteOptions) (*op, error) {
+	if err := checkKey(ev.Namespace, ev.Name); err != nil {
+		return nil, err
+	}
+	ev.ResourceVersion = ""
+	proto, err := ev.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: encoding event: %w", err)
+	}
+	ttl := opts.TTL
+	if ttl <= 0 {
+		ttl = s.opts.DefaultTTL
+	}
+	return &op{kind: kind, ns: ev.Namespace, name: ev.Name, ev: ev, proto: proto, ttl: ttl,
+		pre: opts.Precondition, createIfMissing: opts.CreateIfMissing}, nil
+}
+
+// Create implements storage.Interface.
+func (s *Store) Create(ctx context.Context, ev *corev1.Event, opts storage.WriteOptions) (*corev1.Event, error) {
+	if ev.ResourceVersion != "" {
+		return nil, errors.New("pebblestore: resourceVersion must not be set on create")
+	}
+	o, err := s.prepareWrite(opCreate, ev, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.submit(ctx, o); err != nil {
+		return nil, err
+	}
+	return o.result, nil
+}
+
+// Update implements storage.Interface.
+func (s *Store) Update(ctx context.Context, ev *corev1.Event, opts storage.WriteOptions) (*corev1.Event, error) {
+	o, err := s.prepareWrite(opUpdate, ev, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.submit(ctx, o); err != nil {
+		return nil, err
+	}
+	return o.result, nil
+}
+
+// Delete implements storage.Interface.
+func (s *Store) Delete(ctx context.Context, namespace, name string, pre storage.Preconditions) (*corev1.Event, error) {
+	if err := checkKey(namespace, name); err != nil {
+		return nil, err
+	}
+	o := &op{kind: opDelete, ns: namespace, name: name, pre: pre}
+	if err := s.submit(ctx, o); err != nil {
+		return nil, err
+	}
+	return o.result, nil
+}
+
+// commitLoop is the single writer.
+func (s *Store) commitLoop() {
+	defer s.wg.Done()
+	group := make([]*op, 0, s.opts.MaxGroup)
+	for {
+		select {
+		case o := <-s.ops:
+			group = s.gather(append(group[:0], o))
+			s.commitGroup(group)
+		case <-s.closing:
+			// Close has stopped submissions; commit what was accepted.
+			for {
+				select {
+				case o := <-s.ops:
+					group = s.gather(append(group[:0], o))
+					s.commitGroup(group)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (s *Store) gather(group []*op) []*op {
+	for len(group) < s.opts.MaxGroup {
+		select {
+		case o := <-s.ops:
+			group = append(group, o)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+// objState is a key's state as the committer sees it: the database's, or
+// the one an earlier op of the same group left.
+type objState struct {
+	exists bool
+	rev    int64
+	expiry int64
+	proto  []byte
+	ev     *corev1.Event // decoded lazily
+}
+
+func (st *objState) event() (*corev1.Event, error) {
+	if st.ev == nil {
+		ev, err := decodeEvent(st.proto, st.rev)
+		if err != nil {
+			return nil, err
+		}
+		st.ev = ev
+	}
+	return st.ev, nil
+}
+
+type group struct {
+	batch   *pebble.Batch
+	states  map[string]*objState
+	entries []entry
+	now     time.Time
+	expired int64
+	trimTo  int64
+}
+
+func (s *Store) lookup(g *group, key []byte) (*objState, error) {
+	if st, ok := g.states[string(key)]; ok {
+		return st, nil
+	}
+	st := &objState{}
+	val, closer, err := s.db.Get(key)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("pebblestore: reading %q: %w", key, err)
+	default:
+		rev, expiry, proto, herr := objectHeaderOf(val)
+		if herr == nil {
+			*st = objState{exists: true, rev: rev, expiry: expiry, proto: bytes.Clone(proto)}
+		}
+		closer.Close()
+		if herr != nil {
+			return nil, herr
+		}
+	}
+	g.states[string(key)] = st
+	return st, nil
+}
+
+func (s *Store) commitGroup(ops []*op) {
+	g := &group{
+		batch:  s.db.NewBatch(),
+		states: make(map[string]*objState, len(ops)),
+		now:    s.clock.Now(),
+	}
+	defer g.batch.Close()
+	startRev, startCount := s.rev, s.count
+	for _, o := range ops {
+		o.err = s.stage(g, o)
+	}
+	if !g.batch.Empty() {
+		var buf [8]byte
+		binary.BigEndian.PutUint64(buf[:], uint64(s.rev))
+		_ = g.batch.Set(metaRevision, buf[:], nil)
+		binary.BigEndian.PutUint64(buf[:], uint64(s.count))
+		_ = g.batch.Set(metaCount, buf[:], nil)
+		wo := pebble.Sync
+		if s.opts.NoSync {
+			wo = pebble.NoSync
+		}
+		if err := g.batch.Commit(wo); err != nil {
+			err = fmt.Errorf("pebblestore: commit: %w", err)
+			s.log.Error("commit failed; the group's writes are rejected", "err", err, "writes", len(ops))
+			s.rev, s.count = startRev, startCount
+			for _, o := range ops {
+				if o.err == nil {
+					o.err, o.result = err, nil
+				}
+			}
+			g.entries, g.expired, g.trimTo = nil, 0, 0
+		}
+	}
+	if g.trimTo > 0 {
+		s.oldestRev.Store(g.trimTo)
+	}
+	if len(g.entries) > 0 {
+		s.durableRev.Store(s.rev)
+		s.events.Store(s.count)
+		s.expired.Add(g.expired)
+		s.publishView(s.rev)
+		s.hub.append(g.entries)
+	}
+	for _, o := range ops {
+		close(o.done)
+	}
+}
+
+// stage adds o's writes to the group's batch.
+func (s *Store) stage(g *group, o *op) error {
+	if o.kind == opTrim {
+		_ = g.batch.DeleteRange(logKey(0), logKey(o.trimTo), nil)
+		var buf [8]byte
+		binary.BigEndian.PutUint64(buf[:], uint64(o.trimTo))
+		_ = g.batch.Set(metaOldest, buf[:], nil)
+		g.trimTo = o.trimTo
+		return nil
+	}
+	key := objectKey(o.ns, o.name)
+	cur, err := s.lookup(g, key)
+	if err != nil {
+		return err
+	}
+	switch o.kind {
+	case opCreate:
+		if cur.exists {
+			return fmt.Errorf("event %s/%s: %w", o.ns, o.name, storage.ErrExists)
+		}
+		return s.put(g, o, key, cur)
+	case opUpdate:
+		if !cur.exists {
+			if !o.createIfMissing {
+				return fmt.Errorf("event %s/%s: %w", o.ns, o.name, storage.ErrNotFound)
+			}
+			return s.put(g, o, key, cur)
+		}
+		if err := s.checkPreconditions(o, cur); err != nil {
+			return err
+		}
+		if bytes.Equal(cur.proto, o.proto) {
+			// Nothing changed: like kube-apiserver, write nothing and keep
+			// the revision and the TTL.
+			ev, err := cur.event()
+			o.result = ev
+			return err
+		}
+		return s.put(g, o, key, cur)
+	case opDelete, opExpire:
+		if !cur.exists {
+			return fmt.Errorf("event %s/%s: %w", o.ns, o.name, storage.ErrNotFound)
+		}
+		if o.kind == opExpire && (cur.rev != o.pre.Revision || cur.expiry > g.now.UnixNano()) {
+			return storage.ErrConflict // written again since: not expired
+		}
+		if err := s.checkPreconditions(o, cur); err != nil {
+			return err
+		}
+		return s.remove(g, o, key, cur)
+	}
+	return fmt.Errorf("pebblestore: unknown op %d", o.kind)
+}
+
+func (s *Store) checkPreconditions(o *op, cur *objState) error {
+	if o.pre.Revision > 0 && o.pre.Revision != cur.rev {
+		return fmt.Errorf("event %s/%s is at revision %d, not %d: %w", o.ns, o.name, cur.rev, o.pre.Revision, storage.ErrConflict)
+	}
+	if o.pre.UID != "" {
+		ev, err := cur.event()
+		if err != nil {
+			return err
+		}
+		if string(ev.UID) != o.pre.UID {
+			return fmt.Errorf("event %s/%s has UID %s, not %s: %w", o.ns, o.name, ev.UID, o.pre.UID, storage.ErrConflict)
+		}
+	}
+	return nil
+}
+
+func revBytes(rev int64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(rev))
+	return b[:]
+}
+
+// put writes o's new state over cur (which may not exist).
+func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
+	b := g.batch
+	sfx := key[1:]
+	var prev *corev1.Event
+	var oldIdx [][]byte
+	if cur.exists {
+		var err error
+		if prev, err = cur.event(); err != nil {
+			return err
+		}
+		oldIdx = indexKeys(prev, sfx)
+	}
+	rev := s.rev + 1
+	expiry := g.now.Add(o.ttl).UnixNano()
+	_ = b.Set(key, encodeObject(rev, expiry, o.proto), nil)
+	_ = b.Set(expiryKey(expiry, sfx), revBytes(rev), nil)
+	newIdx := indexKeys(o.ev, sfx)
+	typ := watch.Added
+	if cur.exists {
+		typ = watch.Modified
+		_ = b.Delete(expiryKey(cur.expiry, sfx), nil)
+		for _, k := range oldIdx {
+			if !containsKey(newIdx, k) {
+				_ = b.Delete(k, nil)
+			}
+		}
+		for _, k := range newIdx {
+			if !containsKey(oldIdx, k) {
+				_ = b.Set(k, nil, nil)
+			}
+		}
+		_ = b.Set(logKey(rev), encodeLog(logModified, o.proto, cur.proto), nil)
+	} else {
+		for _, k := range newIdx {
+			_ = b.Set(k, nil, nil)
+		}
+		_ = b.Set(logKey(rev), encodeLog(logAdded, o.proto, nil), nil)
+		s.count++
+	}
+	s.rev = rev
+	o.ev.ResourceVersion = strconv.FormatInt(rev, 10)
+	o.result = o.ev
+	g.states[string(key)] = &objState{exists: true, rev: rev, expiry: expiry, proto: o.proto, ev: o.ev}
+	g.entries = append(g.entries, entry{rev: rev, typ: typ, obj: o.ev, prev: prev})
+	return nil
+}
+
+// remove deletes cur.
+func (s *Store) remove(g *group, o *op, key []byte, cur *objState) error {
+	b := g.batch
+	sfx := key[1:]
+	last, err := cur.event()
+	if err != nil {
+		return err
+	}
+	rev := s.rev + 1
+	_ = b.Delete(key, nil)
+	_ = b.Delete(expiryKey(cur.expiry, sfx), nil)
+	for _, k := range indexKeys(last, sfx) {
+		_ = b.Delete(k, nil)
+	}
+	_ = b.Set(logKey(rev), encodeLog(logDeleted, cur.proto, nil), nil)
+	s.rev = rev
+	s.count--
+	deleted := withRevision(last, rev)
+	o.result = deleted
+	g.states[string(key)] = &objState{}
+	g.entries = append(g.entries, entry{rev: rev, typ: watch.Deleted, obj: deleted})
+	if o.kind == opExpire {
+		g.expired++
+	}
+	return nil
+}
+
+// withRevision returns a shallow copy of ev carrying rev.
+func withRevision(ev *corev1.Event, rev int64) *corev1.Event {
+	c := *ev
+	c.ResourceVersion = strconv.FormatInt(rev, 10)
+	return &c
+}
+
+func containsKey(keys [][]byte, k []byte) bool {
+	for _, x := range keys {
+		if bytes.Equal(x, k) {
+			return true
+		}
+	}
+	return false
+}

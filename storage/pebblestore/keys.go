@@ -1,0 +1,126 @@
+package pebblestore
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/kubevents/kubevents/eventapi"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Key prefixes.
+const (
+	prefixObject = 'o'
+	prefixLog    = 'l'
+	prefixExpiry = 'x'
+	prefixIndex  = 'i'
+	prefixMeta   = 'm'
+)
+
+var (
+	metaRevision = []byte("mrev")
+	metaCount    = []byte("mcount")
+	metaOldest   = []byte("moldest")
+)
+
+// objectKey is etcd's key order: namespace, '/', name. Neither may contain
+// '/', so the key is unambiguous and lists come out in kube-apiserver order.
+func objectKey(ns, name string) []byte {
+	k := make([]byte, 0, 2+len(ns)+len(name))
+	k = append(k, prefixObject)
+	k = append(k, ns...)
+	k = append(k, '/')
+	return append(k, name...)
+}
+
+// suffix is the "<ns>/<name>" part shared by object, expiry and index keys.
+func suffix(ns, name string) []byte {
+	k := make([]byte, 0, 1+len(ns)+len(name))
+	k = append(k, ns...)
+	k = append(k, '/')
+	return append(k, name...)
+}
+
+func splitSuffix(s []byte) (ns, name string, ok bool) {
+	i := bytes.IndexByte(s, '/')
+	if i < 0 {
+		return "", "", false
+	}
+	return string(s[:i]), string(s[i+1:]), true
+}
+
+func logKey(rev int64) []byte {
+	k := make([]byte, 9)
+	k[0] = prefixLog
+	binary.BigEndian.PutUint64(k[1:], uint64(rev))
+	return k
+}
+
+func expiryKey(expiry int64, sfx []byte) []byte {
+	k := make([]byte, 9, 9+len(sfx))
+	k[0] = prefixExpiry
+	binary.BigEndian.PutUint64(k[1:], uint64(expiry))
+	return append(k, sfx...)
+}
+
+// index is a secondary index over one field. Planner preference follows
+// the order of indexes: the most selective fields first.
+type index struct {
+	id    byte
+	field eventapi.Field
+}
+
+var indexes = []index{
+	{'u', eventapi.FieldInvolvedUID},
+	{'U', eventapi.FieldRelatedUID},
+	{'n', eventapi.FieldInvolvedName},
+	{'N', eventapi.FieldRelatedName},
+	{'r', eventapi.FieldReason},
+	{'c', eventapi.FieldReportingComponent},
+	{'s', eventapi.FieldSource},
+	{'t', eventapi.FieldType},
+}
+
+// indexPrefix returns the key prefix under which index idx holds value.
+// The value is escaped (0x00 → 0x00 0xff) and terminated by 0x00 0x01, so
+// that no value's prefix is another value's and order is preserved.
+func indexPrefix(id byte, value string) []byte {
+	k := make([]byte, 0, 4+len(value))
+	k = append(k, prefixIndex, id)
+	for i := 0; i < len(value); i++ {
+		k = append(k, value[i])
+		if value[i] == 0 {
+			k = append(k, 0xff)
+		}
+	}
+	return append(k, 0, 1)
+}
+
+func indexKey(id byte, value string, sfx []byte) []byte {
+	return append(indexPrefix(id, value), sfx...)
+}
+
+// indexKeys returns the index entries of ev. Empty values are not indexed:
+// they are common (legacy events have no reporting controller) and a query
+// for an empty value falls back to a scan.
+func indexKeys(ev *corev1.Event, sfx []byte) [][]byte {
+	keys := make([][]byte, 0, len(indexes))
+	for _, ix := range indexes {
+		if v := eventapi.Value(ev, ix.field); v != "" {
+			keys = append(keys, indexKey(ix.id, v, sfx))
+		}
+	}
+	return keys
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil // p is all 0xff: no upper bound
+}

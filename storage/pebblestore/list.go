@@ -1,0 +1,213 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/storage"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// continueToken is what a continue string encodes: the revision the list
+// is served at (-1: whatever is current) and the last key returned.
+type continueToken struct {
+	Version string `json:"v"`
+	Rev     int64  `json:"rv"`
+	Key     string `json:"k"`
+}
+
+const continueVersion = "kubevents.io/v1"
+
+func encodeContinue(rev int64, key string) string {
+	b, _ := json.Marshal(continueToken{Version: continueVersion, Rev: rev, Key: key})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeContinue(s string) (continueToken, error) {
+	var t continueToken
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return t, fmt.Errorf("%w: %v", storage.ErrInvalidContinue, err)
+	}
+	if err := json.Unmarshal(b, &t); err != nil {
+		return t, fmt.Errorf("%w: %v", storage.ErrInvalidContinue, err)
+	}
+	if t.Version != continueVersion {
+		return t, fmt.Errorf("%w: unknown token version %q", storage.ErrInvalidContinue, t.Version)
+	}
+	if t.Rev == 0 || t.Rev < -1 || t.Key == "" || bytes.IndexByte([]byte(t.Key), '/') < 0 {
+		return t, fmt.Errorf("%w: malformed token", storage.ErrInvalidContinue)
+	}
+	return t, nil
+}
+
+// List implements storage.Interface.
+func (s *Store) List(ctx context.Context, opts storage.ListOptions) (*storage.ListResult, error) {
+	v, after, err := s.listView(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(v)
+	items, last, more, err := s.scan(ctx, v, opts.Selector, after, opts.Limit)
+	if err != nil {
+		return nil, err
+	}
+	res := &storage.ListResult{Items: items, Revision: v.rev}
+	if more {
+		res.Continue = encodeContinue(v.rev, last)
+		s.retain(v)
+	}
+	return res, nil
+}
+
+// listView picks the snapshot a list is served from.
+func (s *Store) listView(opts storage.ListOptions) (*view, string, error) {
+	if opts.Continue != "" {
+		tok, err := decodeContinue(opts.Continue)
+		if err != nil {
+			return nil, "", err
+		}
+		if tok.Rev == -1 {
+			v, err := s.acquire()
+			return v, tok.Key, err
+		}
+		v, err := s.acquireAt(tok.Rev)
+		if err != nil {
+			return nil, "", err
+		}
+		if v == nil {
+			if tok.Rev > s.Revision() {
+				return nil, "", fmt.Errorf("%w: revision %d is in the future", storage.ErrInvalidContinue, tok.Rev)
+			}
+			return nil, "", &storage.ContinueExpiredError{Inconsistent: encodeContinue(-1, tok.Key)}
+		}
+		return v, tok.Key, nil
+	}
+	v, err := s.acquire()
+	if err != nil {
+		return nil, "", err
+	}
+	if opts.Revision > 0 {
+		switch {
+		case opts.Revision > v.rev:
+			s.release(v)
+			return nil, "", fmt.Errorf("revision %d, current %d: %w", opts.Revision, v.rev, storage.ErrFutureRevision)
+		case opts.Exact && opts.Revision != v.rev:
+			s.release(v)
+			old, err := s.acquireAt(opts.Revision)
+			if err != nil {
+				return nil, "", err
+			}
+			if old == nil {
+				return nil, "", fmt.Errorf("revision %d: %w", opts.Revision, storage.ErrCompacted)
+			}
+			return old, "", nil
+		}
+	}
+	return v, "", nil
+}
+
+// plan picks the index that serves sel, if any.
+func plan(sel storage.Selector) (index, string, bool) {
+	for _, ix := range indexes {
+		if v, ok := sel.Fields.Equal(ix.field); ok && v != "" {
+			return ix, v, true
+		}
+	}
+	return index{}, "", false
+}
+
+// scan returns up to limit events matching sel whose "<ns>/<name>" is after
+// the given one, reading an index when one applies, so that the cost is in
+// the number of candidates, not of stored events.
+func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
+	ns := sel.Namespace
+	if fns, ok := sel.Fields.Equal(eventapi.FieldNamespace); ok {
+		if ns != "" && ns != fns {
+			return nil, "", false, nil
+		}
+		ns = fns
+	}
+	if name, ok := sel.Fields.Equal(eventapi.FieldName); ok && ns != "" {
+		// A single key: kubectl delete --wait and describe-style lookups.
+		if after != "" {
+			return nil, "", false, nil
+		}
+		ev, err := getObject(v.snap, ns, name)
+		if errors.Is(err, storage.ErrNotFound) {
+			return nil, "", false, nil
+		}
+		if err != nil || !sel.Matches(ev) {
+			return nil, "", false, err
+		}
+		return []*corev1.Event{ev}, "", false, nil
+	}
+
+	ix, value, indexed := plan(sel)
+	prefix := []byte{prefixObject}
+	if indexed {
+		prefix = indexPrefix(ix.id, value)
+	}
+	lower := prefix
+	if ns != "" {
+		lower = append(bytes.Clone(prefix), ns...)
+		lower = append(lower, '/')
+	}
+	upper := prefixEnd(lower)
+	seek := lower
+	if after != "" {
+		seek = append(append(bytes.Clone(prefix), after...), 0)
+		if bytes.Compare(seek, lower) < 0 {
+			seek = lower
+		}
+	}
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, "", false, fmt.Errorf("pebblestore: list: %w", err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.SeekGE(seek); ok; ok = it.Next() {
+		if n++; n%1024 == 0 && ctx.Err() != nil {
+			return nil, "", false, ctx.Err()
+		}
+		if limit > 0 && int64(len(items)) >= limit {
+			return items, last, true, nil
+		}
+		sfx := it.Key()[len(prefix):]
+		var ev *corev1.Event
+		if indexed {
+			evNS, evName, ok := splitSuffix(sfx)
+			if !ok {
+				continue
+			}
+			ev, err = getObject(v.snap, evNS, evName)
+			if errors.Is(err, storage.ErrNotFound) {
+				s.log.Error("index entry without object", "key", string(it.Key()))
+				continue
+			}
+		} else {
+			var val []byte
+			if val, err = it.ValueAndErr(); err == nil {
+				ev, _, err = decodeObject(val)
+			}
+		}
+		if err != nil {
+			return nil, "", false, err
+		}
+		if sel.Matches(ev) {
+			items = append(items, ev)
+			last = string(sfx)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, "", false, fmt.Errorf("pebblestore: list: %w", err)
+	}
+	return items, last, false, nil
+}

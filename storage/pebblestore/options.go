@@ -1,0 +1,107 @@
+package pebblestore
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"k8s.io/utils/clock"
+)
+
+// Defaults for Options. Each says why it is what it is.
+const (
+	// DefaultTTL is kube-apiserver's --event-ttl default.
+	DefaultTTL = time.Hour
+	// DefaultHistoryWindow keeps changes for watches to resume from for as
+	// long as kube-apiserver's etcd keeps them (--etcd-compaction-interval).
+	DefaultHistoryWindow = 5 * time.Minute
+	// DefaultHistoryMaxEvents bounds the change log in a storm so that its
+	// disk use stays bounded (about 1 KiB per change).
+	DefaultHistoryMaxEvents = 1_000_000
+	// DefaultMaxGroup bounds how many writes share one synced batch; more
+	// only delays the first of them.
+	DefaultMaxGroup = 512
+	// DefaultExpiryInterval is how often expired events are looked for.
+	// Upstream's lease expiry is at best second-granular too.
+	DefaultExpiryInterval = time.Second
+	// DefaultRingSize is how many recent changes are kept decoded in memory
+	// for watchers; lagging watchers read the on-disk log instead.
+	DefaultRingSize = 4096
+	// DefaultCacheBytes is pebble's block cache: enough for index blocks and
+	// hot data, small enough for a 150 MiB RSS budget with 1M events.
+	DefaultCacheBytes = 24 << 20
+	// DefaultMemTableBytes is the size of one pebble memtable.
+	DefaultMemTableBytes = 16 << 20
+	// maxRetainedViews bounds the snapshots kept for paginated lists.
+	maxRetainedViews = 64
+)
+
+// Options configure Open. The zero value of each field means its default.
+type Options struct {
+	// Dir is the data directory. Required.
+	Dir string
+	// FS is the filesystem; vfs.Default when nil. Tests use vfs.NewMem()
+	// or an error-injecting FS.
+	FS vfs.FS
+	// Clock drives TTLs, expiry and history trimming.
+	Clock clock.WithTicker
+	// DefaultTTL is the TTL of writes that do not give one.
+	DefaultTTL time.Duration
+	// HistoryWindow is how long changes are kept for watches to resume
+	// from, and continue tokens stay consistent.
+	HistoryWindow time.Duration
+	// HistoryMaxEvents caps the number of kept changes.
+	HistoryMaxEvents int64
+	// MaxGroup caps the writes committed in one batch.
+	MaxGroup int
+	// ExpiryInterval is how often expired events are deleted.
+	ExpiryInterval time.Duration
+	// RingSize is the number of recent changes kept in memory.
+	RingSize int
+	// CacheBytes is the block cache size.
+	CacheBytes int64
+	// MemTableBytes is the memtable size.
+	MemTableBytes uint64
+	// NoSync skips fsync on commit. Only for tests and benchmarks that
+	// measure something else; acknowledged writes may be lost on a crash.
+	NoSync bool
+	// Logger receives operational logs; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.DefaultTTL <= 0 {
+		o.DefaultTTL = DefaultTTL
+	}
+	if o.HistoryWindow <= 0 {
+		o.HistoryWindow = DefaultHistoryWindow
+	}
+	if o.HistoryMaxEvents <= 0 {
+		o.HistoryMaxEvents = DefaultHistoryMaxEvents
+	}
+	if o.MaxGroup <= 0 {
+		o.MaxGroup = DefaultMaxGroup
+	}
+	if o.ExpiryInterval <= 0 {
+		o.ExpiryInterval = DefaultExpiryInterval
+	}
+	if o.RingSize <= 0 {
+		o.RingSize = DefaultRingSize
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.MemTableBytes == 0 {
+		o.MemTableBytes = DefaultMemTableBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}

@@ -1,0 +1,290 @@
+package pebblestore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/kubevents/kubevents/storage"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+)
+
+// Store is the pebble-backed storage.Interface.
+type Store struct {
+	opts  Options
+	db    *pebble.DB
+	cache interface{ Unref() }
+	clock clock.WithTicker
+	log   *slog.Logger
+
+	// ops feeds the committer. closing is closed by Close; after it, writes
+	// fail with storage.ErrClosed.
+	ops       chan *op
+	submitMu  sync.RWMutex // held shared while sending to ops; Close takes it exclusively
+	stopped   bool         // guarded by submitMu: no more ops are accepted
+	closing   chan struct{}
+	closeOnce sync.Once
+	wg        sync.WaitGroup // committer, maintenance loop, watchers
+
+	// Committer-owned state.
+	rev   int64 // last assigned revision
+	count int64 // stored events
+
+	// Published state.
+	durableRev atomic.Int64
+	oldestRev  atomic.Int64 // oldest revision the change log holds
+	events     atomic.Int64
+	expired    atomic.Int64
+
+	viewMu   sync.Mutex
+	view     *view           // newest durable snapshot
+	retained map[int64]*view // snapshots kept for continue tokens
+	closed   bool            // views may no longer be acquired
+
+	hub *hub
+}
+
+var _ storage.Interface = (*Store)(nil)
+
+// view is a pebble snapshot of durable state at a revision, shared by
+// readers and reference counted.
+type view struct {
+	snap     *pebble.Snapshot
+	rev      int64
+	refs     int
+	deadline int64 // unix nanos; for retained views
+}
+
+// Open opens (creating if needed) the store in opts.Dir, recovering its
+// state from the write-ahead log, and starts its background work.
+func Open(opts Options) (*Store, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("pebblestore: Options.Dir is required")
+	}
+	opts = opts.withDefaults()
+	cache := pebble.NewCache(opts.CacheBytes)
+	popts := &pebble.Options{
+		FS:           opts.FS,
+		Cache:        cache,
+		MemTableSize: opts.MemTableBytes,
+		Logger:       quietLogger{opts.Logger},
+	}
+	// Bloom filters make the existence check of every create cheap.
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	popts.EnsureDefaults()
+	db, err := pebble.Open(opts.Dir, popts)
+	if err != nil {
+		cache.Unref()
+		return nil, fmt.Errorf("pebblestore: opening %s: %w", opts.Dir, err)
+	}
+	s := &Store{
+		opts:     opts,
+		db:       db,
+		cache:    cache,
+		clock:    opts.Clock,
+		log:      opts.Logger,
+		ops:      make(chan *op, opts.MaxGroup),
+		closing:  make(chan struct{}),
+		retained: map[int64]*view{},
+	}
+	if s.rev, err = s.readMeta(metaRevision); err == nil {
+		if s.count, err = s.readMeta(metaCount); err == nil {
+			var oldest int64
+			if oldest, err = s.readMeta(metaOldest); err == nil {
+				if oldest == 0 {
+					oldest = 1
+				}
+				s.oldestRev.Store(oldest)
+			}
+		}
+	}
+	if err != nil {
+		db.Close()
+		cache.Unref()
+		return nil, err
+	}
+	s.durableRev.Store(s.rev)
+	s.events.Store(s.count)
+	s.view = &view{snap: db.NewSnapshot(), rev: s.rev, refs: 1}
+	s.hub = newHub(opts.RingSize, s.rev)
+	s.wg.Add(2)
+	go s.commitLoop()
+	go s.maintenanceLoop()
+	return s, nil
+}
+
+func (s *Store) readMeta(key []byte) (int64, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pebblestore: reading %s: %w", key, err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("pebblestore: corrupt %s", key)
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// acquire returns the newest durable view; release it when done.
+func (s *Store) acquire() (*view, error) {
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
+	if s.closed {
+		return nil, storage.ErrClosed
+	}
+	s.view.refs++
+	return s.view, nil
+}
+
+// acquireAt returns a view at exactly rev if one is still held.
+func (s *Store) acquireAt(rev int64) (*view, error) {
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
+	if s.closed {
+		return nil, storage.ErrClosed
+	}
+	v := s.retained[rev]
+	if v == nil && s.view.rev == rev {
+		v = s.view
+	}
+	if v == nil {
+		return nil, nil
+	}
+	v.refs++
+	return v, nil
+}
+
+func (s *Store) release(v *view) {
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
+	s.unrefLocked(v)
+}
+
+func (s *Store) unrefLocked(v *view) {
+	v.refs--
+	if v.refs == 0 {
+		v.snap.Close()
+	}
+}
+
+// retain keeps v for continue tokens until the history window passes.
+func (s *Store) retain(v *view) {
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
+	v.deadline = s.clock.Now().Add(s.opts.HistoryWindow).UnixNano()
+	if _, ok := s.retained[v.rev]; ok || s.closed {
+		return
+	}
+	if len(s.retained) >= maxRetainedViews {
+		// Drop the oldest: its tokens become "too old", as after etcd
+		// compaction.
+		var oldest *view
+		for _, r := range s.retained {
+			if oldest == nil || r.rev < oldest.rev {
+				oldest = r
+			}
+		}
+		delete(s.retained, oldest.rev)
+		s.unrefLocked(oldest)
+	}
+	v.refs++
+	s.retained[v.rev] = v
+}
+
+// publishView installs a new durable snapshot. Called by the committer.
+func (s *Store) publishView(rev int64) {
+	nv := &view{snap: s.db.NewSnapshot(), rev: rev, refs: 1}
+	s.viewMu.Lock()
+	old := s.view
+	s.view = nv
+	s.unrefLocked(old)
+	s.viewMu.Unlock()
+}
+
+// Revision implements storage.Interface.
+func (s *Store) Revision() int64 { return s.durableRev.Load() }
+
+// Stats implements storage.Interface.
+func (s *Store) Stats() storage.Stats {
+	return storage.Stats{
+		Events:         s.events.Load(),
+		Bytes:          int64(s.db.Metrics().DiskSpaceUsage()),
+		Expired:        s.expired.Load(),
+		OldestRevision: s.oldestRev.Load(),
+	}
+}
+
+// Get implements storage.Interface.
+func (s *Store) Get(ctx context.Context, namespace, name string) (*corev1.Event, error) {
+	v, err := s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(v)
+	return getObject(v.snap, namespace, name)
+}
+
+func getObject(snap *pebble.Snapshot, namespace, name string) (*corev1.Event, error) {
+	val, closer, err := snap.Get(objectKey(namespace, name))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, fmt.Errorf("event %s/%s: %w", namespace, name, storage.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: get %s/%s: %w", namespace, name, err)
+	}
+	defer closer.Close()
+	ev, _, err := decodeObject(val)
+	return ev, err
+}
+
+// Close implements storage.Interface: it stops accepting writes, commits
+// those already accepted, ends watchers and closes the database.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.submitMu.Lock()
+		s.stopped = true
+		s.submitMu.Unlock()
+		close(s.closing)
+	})
+	s.wg.Wait()
+	s.viewMu.Lock()
+	s.closed = true
+	for _, v := range s.retained {
+		s.unrefLocked(v)
+	}
+	s.retained = nil
+	s.unrefLocked(s.view)
+	s.viewMu.Unlock()
+	err := s.db.Close()
+	s.cache.Unref()
+	if err != nil {
+		return fmt.Errorf("pebblestore: close: %w", err)
+	}
+	return nil
+}
+
+// quietLogger routes pebble's informational logs to debug level.
+type quietLogger struct{ l *slog.Logger }
+
+func (q quietLogger) Infof(format string, args ...any) {
+	q.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (q quietLogger) Errorf(format string, args ...any) {
+	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (q quietLogger) Fatalf(format string, args ...any) {
+	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	panic(fmt.Sprintf(format, args...))
+}
