@@ -1,0 +1,140 @@
+// Command eventsd is a Kubernetes-compatible events API server: it serves
+// core/v1 and events.k8s.io/v1 Events over one durable embedded store, so
+// kubectl, client-go and other Kubernetes clients work against it unchanged.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/storage/pebblestore"
+	"github.com/spf13/cobra"
+)
+
+// options are eventsd's flags.
+type options struct {
+	listen          string
+	dataDir         string
+	eventTTL        time.Duration
+	historyWindow   time.Duration
+	tlsCertFile     string
+	tlsKeyFile      string
+	tokenAuthFile   string
+	shutdownTimeout time.Duration
+	logLevel        string
+}
+
+func main() {
+	if err := newCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	o := options{}
+	cmd := &cobra.Command{
+		Use:   "eventsd",
+		Short: "A Kubernetes-compatible events API server with durable embedded storage",
+		Long: `eventsd serves the Kubernetes REST API for core/v1 and events.k8s.io/v1 Events
+over one durable embedded store. Point kubectl or any client-go program at it
+(for example with --server http://127.0.0.1:8080) and use it as you would the
+events of a kube-apiserver.`,
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return run(ctx, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "Address to serve the API on.")
+	f.StringVar(&o.dataDir, "data-dir", "./eventsd-data", "Directory of the embedded store; created if missing.")
+	f.DurationVar(&o.eventTTL, "event-ttl", server.DefaultEventTTL, "Amount of time to retain events after their last write.")
+	f.DurationVar(&o.historyWindow, "watch-history", pebblestore.DefaultHistoryWindow, "How long changes are kept for watches and paginated lists to resume from.")
+	f.StringVar(&o.tlsCertFile, "tls-cert-file", "", "File with the x509 certificate for HTTPS; serve plain HTTP when empty.")
+	f.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "File with the x509 private key matching --tls-cert-file.")
+	f.StringVar(&o.tokenAuthFile, "token-auth-file", "", "If set, require bearer tokens listed in this file (kube-apiserver CSV format: token,user,uid,\"group1,group2\").")
+	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long to wait for requests in flight on SIGTERM or SIGINT.")
+	f.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
+	return cmd
+}
+
+func run(ctx context.Context, o options) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
+		return errors.New("--tls-cert-file and --tls-private-key-file must be given together")
+	}
+	var auth *server.TokenAuthenticator
+	if o.tokenAuthFile != "" {
+		var err error
+		if auth, err = server.LoadTokenFile(o.tokenAuthFile); err != nil {
+			return err
+		}
+	}
+	store, err := pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow, Logger: log})
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{Store: store, EventTTL: o.eventTTL, Logger: log, Authenticator: auth})
+	if err != nil {
+		store.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("--listen: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errc := make(chan error, 1)
+	go func() {
+		if o.tlsCertFile != "" {
+			errc <- hs.ServeTLS(ln, o.tlsCertFile, o.tlsKeyFile)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	scheme := "http"
+	if o.tlsCertFile != "" {
+		scheme = "https"
+	}
+	log.Info("eventsd serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(),
+		"dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", store.Stats().Events,
+		"auth", auth != nil)
+
+	select {
+	case err = <-errc:
+		log.Error("server failed", "err", err)
+	case <-ctx.Done():
+		log.Info("shutting down: finishing requests in flight")
+	}
+	srv.BeginShutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	if serr := hs.Shutdown(sctx); serr != nil {
+		log.Warn("requests still in flight at the shutdown deadline", "err", serr)
+	}
+	if cerr := store.Close(); cerr != nil {
+		log.Error("closing the store", "err", cerr)
+		return cerr
+	}
+	log.Info("stopped", "revision", store.Revision())
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}

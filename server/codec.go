@@ -1,0 +1,321 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/kubevents/kubevents/eventapi"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// outputKind is the representation a client asked for.
+type outputKind int
+
+const (
+	outJSON outputKind = iota
+	outYAML
+	outTable
+	outPartial // PartialObjectMetadata(List)
+)
+
+// output is a negotiated response format.
+type output struct {
+	kind outputKind
+	// metaVersion is the meta.k8s.io version of Table and
+	// PartialObjectMetadata output ("v1" or "v1beta1").
+	metaVersion string
+}
+
+// negotiate picks the first media type in accept that eventsd can produce.
+// Protobuf is not produced: clients that ask for it also accept JSON.
+func negotiate(accept string) (output, bool) {
+	if strings.TrimSpace(accept) == "" {
+		return output{kind: outJSON}, true
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case "application/json", "*/*", "application/*":
+			as := params["as"]
+			if as == "" {
+				return output{kind: outJSON}, true
+			}
+			if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "v1beta1") {
+				continue
+			}
+			switch as {
+			case "Table":
+				return output{kind: outTable, metaVersion: params["v"]}, true
+			case "PartialObjectMetadata", "PartialObjectMetadataList":
+				return output{kind: outPartial, metaVersion: params["v"]}, true
+			}
+		case "application/yaml":
+			if params["as"] == "" {
+				return output{kind: outYAML}, true
+			}
+		}
+	}
+	return output{}, false
+}
+
+func notAcceptable() *apierrors.StatusError {
+	return apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", eventapi.CoreV1.GroupResource(), "",
+		"only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", 0, false)
+}
+
+// externalEvent returns ev in the wire form of v.
+func externalEvent(v eventapi.Version, ev *corev1.Event) any {
+	if v == eventapi.EventsV1 {
+		return eventapi.ToEventsV1(ev)
+	}
+	if ev.Kind == "" {
+		c := *ev
+		eventapi.SetCoreTypeMeta(&c)
+		return &c
+	}
+	return ev
+}
+
+// externalList returns items as an EventList of v.
+func externalList(v eventapi.Version, items []*corev1.Event, meta metav1.ListMeta) any {
+	if v == eventapi.EventsV1 {
+		l := &eventsv1.EventList{TypeMeta: metav1.TypeMeta{Kind: "EventList", APIVersion: "events.k8s.io/v1"}, ListMeta: meta,
+			Items: make([]eventsv1.Event, len(items))}
+		for i, ev := range items {
+			l.Items[i] = *eventapi.ToEventsV1(ev)
+		}
+		return l
+	}
+	l := &corev1.EventList{TypeMeta: metav1.TypeMeta{Kind: "EventList", APIVersion: "v1"}, ListMeta: meta,
+		Items: make([]corev1.Event, len(items))}
+	for i, ev := range items {
+		l.Items[i] = *ev
+		eventapi.SetCoreTypeMeta(&l.Items[i])
+	}
+	return l
+}
+
+func partialMeta(ev *corev1.Event, metaVersion string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/" + metaVersion},
+		ObjectMeta: ev.ObjectMeta,
+	}
+}
+
+// tableOptions are the Table knobs of a request.
+type tableOptions struct {
+	includeObject string // Metadata (default), Object, None
+	noHeaders     bool
+}
+
+func parseIncludeObject(q string) (string, error) {
+	switch q {
+	case "", "Metadata":
+		return "Metadata", nil
+	case "Object", "None":
+		return q, nil
+	}
+	return "", apierrors.NewBadRequest(fmt.Sprintf("unrecognized includeObject value: %q", q))
+}
+
+// table renders events as a meta.k8s.io Table.
+func table(v eventapi.Version, items []*corev1.Event, meta metav1.ListMeta, o output, to tableOptions, now time.Time) (*metav1.Table, error) {
+	t := &metav1.Table{
+		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/" + o.metaVersion},
+		ListMeta: meta,
+		Rows:     make([]metav1.TableRow, len(items)),
+	}
+	if !to.noHeaders {
+		t.ColumnDefinitions = eventapi.TableColumns
+	}
+	for i, ev := range items {
+		row := metav1.TableRow{Cells: eventapi.TableCells(ev, now)}
+		var obj any
+		switch to.includeObject {
+		case "Object":
+			obj = externalEvent(v, ev)
+		case "Metadata":
+			obj = partialMeta(ev, o.metaVersion)
+		}
+		if obj != nil {
+			raw, err := json.Marshal(obj)
+			if err != nil {
+				return nil, err
+			}
+			row.Object = runtime.RawExtension{Raw: raw}
+		}
+		t.Rows[i] = row
+	}
+	return t, nil
+}
+
+// writeJSON writes obj with status in the negotiated plain format.
+func writeObject(w http.ResponseWriter, o output, status int, obj any) {
+	body, err := json.Marshal(obj)
+	if err != nil {
+		writeStatus(w, apierrors.NewInternalError(err))
+		return
+	}
+	ct := "application/json"
+	if o.kind == outYAML {
+		if body, err = yaml.JSONToYAML(body); err != nil {
+			writeStatus(w, apierrors.NewInternalError(err))
+			return
+		}
+		ct = "application/yaml"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// Field validation directives (the fieldValidation query parameter).
+const (
+	validationStrict = "Strict"
+	validationWarn   = "Warn"
+	validationIgnore = "Ignore"
+)
+
+var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00} // "k8s\x00"
+
+// readBody reads at most maxBodyBytes of the request body.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierrors.StatusError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+		}
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading the request body: %v", err))
+	}
+	return body, nil
+}
+
+// decodeEvent decodes a request body holding an Event of version v into
+// its core/v1 storage form. Unknown and duplicate fields are errors with
+// fieldValidation=Strict and warnings with Warn (the default).
+func decodeEvent(contentType string, body []byte, v eventapi.Version, validation string) (*corev1.Event, []string, *apierrors.StatusError) {
+	mt := "application/json"
+	if contentType != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(contentType); err != nil {
+			return nil, nil, unsupportedMediaType(contentType)
+		}
+	}
+	switch mt {
+	case "application/json":
+	case "application/yaml":
+		j, err := yaml.YAMLToJSON(body)
+		if err != nil {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; yaml parse error: %v", err))
+		}
+		body = j
+	case "application/vnd.kubernetes.protobuf":
+		ev, err := decodeProtobuf(body, v)
+		return ev, nil, err
+	default:
+		return nil, nil, unsupportedMediaType(mt)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, nil, apierrors.NewBadRequest("the request body is empty; an Event is required")
+	}
+	var (
+		ev         *corev1.Event
+		tm         metav1.TypeMeta
+		strictErrs []error
+		err        error
+	)
+	if v == eventapi.EventsV1 {
+		var ext eventsv1.Event
+		strictErrs, err = sigsjson.UnmarshalStrict(body, &ext, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+		tm, ev = ext.TypeMeta, eventapi.FromEventsV1(&ext)
+	} else {
+		ev = &corev1.Event{}
+		strictErrs, err = sigsjson.UnmarshalStrict(body, ev, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+		tm = ev.TypeMeta
+	}
+	if err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; json parse error: %v", err))
+		}
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("Event in version %q cannot be handled as a Event: %v", v.APIVersion(), err))
+	}
+	if se := checkTypeMeta(tm, v); se != nil {
+		return nil, nil, se
+	}
+	var warnings []string
+	if len(strictErrs) > 0 {
+		msgs := make([]string, len(strictErrs))
+		for i, e := range strictErrs {
+			msgs[i] = e.Error()
+		}
+		switch validation {
+		case validationStrict:
+			return nil, nil, apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+		case validationWarn:
+			warnings = msgs
+		}
+	}
+	eventapi.SetCoreTypeMeta(ev)
+	return ev, warnings, nil
+}
+
+func checkTypeMeta(tm metav1.TypeMeta, v eventapi.Version) *apierrors.StatusError {
+	if tm.APIVersion != "" && tm.APIVersion != v.APIVersion() {
+		return apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", tm.APIVersion, v.APIVersion()))
+	}
+	if tm.Kind != "" && tm.Kind != "Event" {
+		return apierrors.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (Event)", tm.Kind))
+	}
+	return nil
+}
+
+// decodeProtobuf decodes the Kubernetes protobuf envelope that the kubelet,
+// kube-scheduler and kube-controller-manager send.
+func decodeProtobuf(body []byte, v eventapi.Version) (*corev1.Event, *apierrors.StatusError) {
+	if !bytes.HasPrefix(body, protobufMagic) {
+		return nil, apierrors.NewBadRequest("the protobuf body does not start with the Kubernetes envelope")
+	}
+	var u runtime.Unknown
+	if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding the protobuf envelope: %v", err))
+	}
+	if se := checkTypeMeta(metav1.TypeMeta{APIVersion: u.APIVersion, Kind: u.Kind}, v); se != nil {
+		return nil, se
+	}
+	if v == eventapi.EventsV1 {
+		var ext eventsv1.Event
+		if err := ext.Unmarshal(u.Raw); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding the protobuf Event: %v", err))
+		}
+		return eventapi.FromEventsV1(&ext), nil
+	}
+	ev := &corev1.Event{}
+	if err := ev.Unmarshal(u.Raw); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding the protobuf Event: %v", err))
+	}
+	eventapi.SetCoreTypeMeta(ev)
+	return ev, nil
+}
+
+func unsupportedMediaType(mt string) *apierrors.StatusError {
+	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", eventapi.CoreV1.GroupResource(), "",
+		fmt.Sprintf("the body of the request was in an unknown format (%s) - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf", mt), 0, false)
+}

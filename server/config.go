@@ -1,0 +1,84 @@
+package server
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/kubevents/kubevents/storage"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/utils/clock"
+)
+
+// Defaults for Config.
+const (
+	// DefaultEventTTL is kube-apiserver's --event-ttl default.
+	DefaultEventTTL = time.Hour
+	// DefaultBookmarkInterval is how often a watch that asked for
+	// bookmarks gets one when nothing else is sent; kube-apiserver's watch
+	// cache sends them about once a minute.
+	DefaultBookmarkInterval = time.Minute
+	// DefaultMinWatchTimeout is kube-apiserver's --min-request-timeout: a
+	// watch without timeoutSeconds ends after a random duration between
+	// this and twice this, so clients spread their re-watches.
+	DefaultMinWatchTimeout = 30 * time.Minute
+)
+
+// Config configures a Server. Zero fields take their defaults.
+type Config struct {
+	// Store holds the events. Required.
+	Store storage.Interface
+	// EventTTL is how long an event lives after its last write.
+	EventTTL time.Duration
+	// Clock is used for timestamps set by the server, ages in tables,
+	// bookmarks and watch timeouts.
+	Clock clock.WithTicker
+	// Logger receives request errors and operational messages.
+	Logger *slog.Logger
+	// Registry receives the server's metrics; a new registry when nil.
+	Registry *prometheus.Registry
+	// Authenticator, when set, requires a valid bearer token on every
+	// request except health checks and /version.
+	Authenticator *TokenAuthenticator
+	// BookmarkInterval is the idle time after which a watch with
+	// allowWatchBookmarks gets a bookmark.
+	BookmarkInterval time.Duration
+	// MinWatchTimeout bounds watches without timeoutSeconds.
+	MinWatchTimeout time.Duration
+	// Version is served at /version.
+	Version version.Info
+}
+
+func (c Config) withDefaults() Config {
+	if c.EventTTL <= 0 {
+		c.EventTTL = DefaultEventTTL
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.BookmarkInterval <= 0 {
+		c.BookmarkInterval = DefaultBookmarkInterval
+	}
+	if c.MinWatchTimeout <= 0 {
+		c.MinWatchTimeout = DefaultMinWatchTimeout
+	}
+	if c.Version.GitVersion == "" {
+		c.Version = DefaultVersion
+	}
+	return c
+}
+
+// DefaultVersion is what /version reports: the Kubernetes API level whose
+// Events API eventsd implements, so clients' version checks pass.
+var DefaultVersion = version.Info{
+	Major:      "1",
+	Minor:      "32",
+	GitVersion: "v1.32.0-kubevents",
+	Platform:   "linux/amd64",
+}

@@ -1,0 +1,729 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/storage"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+const (
+	// maxUpdateRetries bounds the read-modify-write retries of updates
+	// and patches that carry no resourceVersion of their own.
+	maxUpdateRetries = 16
+	// maxGenerateNameAttempts is kube-apiserver's RetryGenerateName bound.
+	maxGenerateNameAttempts = 8
+	// generateNameBaseLimit and generateNameSuffixLen are
+	// names.SimpleNameGenerator's: a 58-character base and 5 random
+	// characters, at most 63 in all.
+	generateNameBaseLimit = 58
+	generateNameSuffixLen = 5
+)
+
+// writeOptions are the query parameters of create, update and patch.
+type writeOptions struct {
+	dryRun     bool
+	validation string
+}
+
+func parseWriteOptions(q url.Values, kind string) (writeOptions, *apierrors.StatusError) {
+	o := writeOptions{validation: validationWarn}
+	var errs field.ErrorList
+	for _, d := range q["dryRun"] {
+		if d != metav1.DryRunAll {
+			errs = append(errs, field.NotSupported(field.NewPath("dryRun"), d, []string{metav1.DryRunAll}))
+		}
+		o.dryRun = true
+	}
+	if v := q.Get("fieldValidation"); v != "" {
+		switch v {
+		case validationStrict, validationWarn, validationIgnore:
+			o.validation = v
+		default:
+			errs = append(errs, field.NotSupported(field.NewPath("fieldValidation"), v, []string{validationIgnore, validationStrict, validationWarn}))
+		}
+	}
+	if m := q.Get("fieldManager"); len(m) > 128 {
+		errs = append(errs, field.TooLong(field.NewPath("fieldManager"), "", 128))
+	}
+	if len(errs) > 0 {
+		return o, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
+	return o, nil
+}
+
+// setWarnings adds RFC 7234 Warning headers, as kube-apiserver does for
+// unknown fields under fieldValidation=Warn.
+func setWarnings(w http.ResponseWriter, warnings []string) {
+	for _, msg := range warnings {
+		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	}
+}
+
+// checkNamespace defaults the body namespace from the URL and rejects a
+// mismatch.
+func checkNamespace(ev *corev1.Event, ns string) *apierrors.StatusError {
+	if ev.Namespace == "" {
+		ev.Namespace = ns
+	}
+	if ev.Namespace != ns {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+func checkName(ev *corev1.Event, name string) *apierrors.StatusError {
+	if ev.Name != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", ev.Name, name))
+	}
+	return nil
+}
+
+// prepareForCreate sets what kube-apiserver sets on create and clears what
+// clients may not set.
+func (s *Server) prepareForCreate(ev *corev1.Event) *apierrors.StatusError {
+	if ev.ResourceVersion != "" {
+		return apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	ev.UID = uuid.NewUUID()
+	ev.CreationTimestamp = metav1.NewTime(s.cfg.Clock.Now().Truncate(time.Second))
+	ev.DeletionTimestamp = nil
+	ev.DeletionGracePeriodSeconds = nil
+	ev.ManagedFields = nil
+	if ev.Name == "" && ev.GenerateName != "" {
+		ev.Name = generateName(ev.GenerateName)
+	}
+	return nil
+}
+
+func generateName(base string) string {
+	if len(base) > generateNameBaseLimit {
+		base = base[:generateNameBaseLimit]
+	}
+	return base + utilrand.String(generateNameSuffixLen)
+}
+
+// prepareForUpdate carries over what an update may not change.
+func prepareForUpdate(ev, cur *corev1.Event) {
+	if ev.UID == "" {
+		ev.UID = cur.UID
+	}
+	ev.CreationTimestamp = cur.CreationTimestamp
+	ev.DeletionTimestamp = cur.DeletionTimestamp
+	ev.DeletionGracePeriodSeconds = cur.DeletionGracePeriodSeconds
+	ev.ManagedFields = nil
+	ev.Generation = cur.Generation
+}
+
+func parseRevision(rv string) (int64, *apierrors.StatusError) {
+	if rv == "" {
+		return 0, nil
+	}
+	r, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || r < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %q", rv))
+	}
+	return r, nil
+}
+
+func (s *Server) writeOptions() storage.WriteOptions {
+	return storage.WriteOptions{TTL: s.cfg.EventTTL}
+}
+
+func (s *Server) respondEvent(w http.ResponseWriter, r *http.Request, rr resourceRequest, status int, ev *corev1.Event) {
+	o, ok := negotiate(r.Header.Get("Accept"))
+	if !ok {
+		writeStatus(w, notAcceptable())
+		return
+	}
+	s.respondEvents(w, r, rr, o, status, []*corev1.Event{ev}, metav1.ListMeta{}, true)
+}
+
+// respondEvents writes one event (single) or a list in the negotiated form.
+func (s *Server) respondEvents(w http.ResponseWriter, r *http.Request, rr resourceRequest, o output, status int, items []*corev1.Event, meta metav1.ListMeta, single bool) {
+	switch o.kind {
+	case outTable:
+		include, err := parseIncludeObject(r.URL.Query().Get("includeObject"))
+		if err != nil {
+			writeStatus(w, statusError(err, rr, rr.name))
+			return
+		}
+		t, err := table(rr.version, items, meta, o, tableOptions{includeObject: include}, s.cfg.Clock.Now())
+		if err != nil {
+			writeStatus(w, apierrors.NewInternalError(err))
+			return
+		}
+		writeObject(w, o, status, t)
+	case outPartial:
+		if single {
+			writeObject(w, o, status, partialMeta(items[0], o.metaVersion))
+			return
+		}
+		l := &metav1.PartialObjectMetadataList{
+			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + o.metaVersion},
+			ListMeta: meta, Items: make([]metav1.PartialObjectMetadata, len(items)),
+		}
+		for i, ev := range items {
+			l.Items[i] = *partialMeta(ev, o.metaVersion)
+		}
+		writeObject(w, o, status, l)
+	default:
+		if single {
+			writeObject(w, o, status, externalEvent(rr.version, items[0]))
+			return
+		}
+		writeObject(w, o, status, externalList(rr.version, items, meta))
+	}
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	ev, err := s.cfg.Store.Get(r.Context(), rr.namespace, rr.name)
+	if err != nil {
+		writeStatus(w, statusError(err, rr, rr.name))
+		return
+	}
+	s.respondEvent(w, r, rr, http.StatusOK, ev)
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	opts, se := parseWriteOptions(r.URL.Query(), "CreateOptions")
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	body, se := readBody(w, r)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	ev, warnings, se := decodeEvent(r.Header.Get("Content-Type"), body, rr.version, opts.validation)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	if se := checkNamespace(ev, rr.namespace); se != nil {
+		writeStatus(w, se)
+		return
+	}
+	generated := ev.Name == "" && ev.GenerateName != ""
+	if se := s.prepareForCreate(ev); se != nil {
+		writeStatus(w, se)
+		return
+	}
+	if errs := eventapi.ValidateCreate(ev, rr.version); len(errs) > 0 {
+		writeStatus(w, invalid(ev.Name, errs))
+		return
+	}
+	setWarnings(w, warnings)
+	if opts.dryRun {
+		if _, err := s.cfg.Store.Get(r.Context(), ev.Namespace, ev.Name); err == nil {
+			writeStatus(w, apierrors.NewAlreadyExists(rr.version.GroupResource(), ev.Name))
+			return
+		}
+		s.respondEvent(w, r, rr, http.StatusCreated, ev)
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		out, err := s.cfg.Store.Create(r.Context(), ev, s.writeOptions())
+		if errors.Is(err, storage.ErrExists) && generated {
+			if attempt < maxGenerateNameAttempts {
+				ev.Name = generateName(ev.GenerateName)
+				continue
+			}
+			writeStatus(w, apierrors.NewConflict(rr.version.GroupResource(), ev.Name,
+				fmt.Errorf("the provided generateName %q produced %d names that already exist", ev.GenerateName, attempt)))
+			return
+		}
+		if err != nil {
+			writeStatus(w, statusError(err, rr, ev.Name))
+			return
+		}
+		s.respondEvent(w, r, rr, http.StatusCreated, out)
+		return
+	}
+}
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	opts, se := parseWriteOptions(r.URL.Query(), "UpdateOptions")
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	body, se := readBody(w, r)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	ev, warnings, se := decodeEvent(r.Header.Get("Content-Type"), body, rr.version, opts.validation)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	if se := checkNamespace(ev, rr.namespace); se != nil {
+		writeStatus(w, se)
+		return
+	}
+	if se := checkName(ev, rr.name); se != nil {
+		writeStatus(w, se)
+		return
+	}
+	want, se := parseRevision(ev.ResourceVersion)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	setWarnings(w, warnings)
+	s.guaranteedUpdate(w, r, rr, opts, want, func(cur *corev1.Event) (*corev1.Event, *apierrors.StatusError) {
+		c := *ev
+		return &c, nil
+	}, true)
+}
+
+// guaranteedUpdate runs a read-modify-write of rr's event: tryUpdate builds
+// the new state from the current one; the write is conditional on the
+// revision read and retried on a race unless the client named a revision
+// (want), which must then be current. createMissing gives PUT semantics.
+func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr resourceRequest, opts writeOptions, want int64,
+	tryUpdate func(cur *corev1.Event) (*corev1.Event, *apierrors.StatusError), createMissing bool) {
+	ctx := r.Context()
+	conflict := func() {
+		writeStatus(w, apierrors.NewConflict(rr.version.GroupResource(), rr.name, errors.New(registryOptimisticLockMsg)))
+	}
+	for attempt := 0; attempt < maxUpdateRetries; attempt++ {
+		cur, err := s.cfg.Store.Get(ctx, rr.namespace, rr.name)
+		if errors.Is(err, storage.ErrNotFound) {
+			if !createMissing {
+				writeStatus(w, statusError(err, rr, rr.name))
+				return
+			}
+			ev, se := tryUpdate(nil)
+			if se == nil {
+				ev.ResourceVersion = ""
+				se = s.prepareForCreate(ev)
+			}
+			if se != nil {
+				writeStatus(w, se)
+				return
+			}
+			if errs := eventapi.ValidateCreate(ev, rr.version); len(errs) > 0 {
+				writeStatus(w, invalid(ev.Name, errs))
+				return
+			}
+			if opts.dryRun {
+				s.respondEvent(w, r, rr, http.StatusCreated, ev)
+				return
+			}
+			out, err := s.cfg.Store.Create(ctx, ev, s.writeOptions())
+			if errors.Is(err, storage.ErrExists) {
+				continue // created concurrently: update it instead
+			}
+			if err != nil {
+				writeStatus(w, statusError(err, rr, rr.name))
+				return
+			}
+			s.respondEvent(w, r, rr, http.StatusCreated, out)
+			return
+		}
+		if err != nil {
+			writeStatus(w, statusError(err, rr, rr.name))
+			return
+		}
+		curRev, _ := strconv.ParseInt(cur.ResourceVersion, 10, 64)
+		if want != 0 && want != curRev {
+			conflict()
+			return
+		}
+		ev, se := tryUpdate(cur)
+		if se != nil {
+			writeStatus(w, se)
+			return
+		}
+		prepareForUpdate(ev, cur)
+		if errs := eventapi.ValidateUpdate(ev, cur, rr.version); len(errs) > 0 {
+			writeStatus(w, invalid(ev.Name, errs))
+			return
+		}
+		if opts.dryRun {
+			ev.ResourceVersion = cur.ResourceVersion
+			s.respondEvent(w, r, rr, http.StatusOK, ev)
+			return
+		}
+		wo := s.writeOptions()
+		wo.Precondition.Revision = curRev
+		out, err := s.cfg.Store.Update(ctx, ev, wo)
+		if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
+			if want != 0 {
+				conflict()
+				return
+			}
+			continue
+		}
+		if err != nil {
+			writeStatus(w, statusError(err, rr, rr.name))
+			return
+		}
+		s.respondEvent(w, r, rr, http.StatusOK, out)
+		return
+	}
+	conflict()
+}
+
+// Patch content types.
+const (
+	patchJSON      = "application/json-patch+json"
+	patchMerge     = "application/merge-patch+json"
+	patchStrategic = "application/strategic-merge-patch+json"
+	patchApply     = "application/apply-patch+yaml"
+)
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || (ct != patchJSON && ct != patchMerge && ct != patchStrategic) {
+		msg := fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", patchJSON, patchMerge, patchStrategic)
+		if ct == patchApply {
+			msg = "server-side apply is not supported by eventsd; use a JSON, merge or strategic-merge patch (kubectl apply without --server-side)"
+		}
+		writeStatus(w, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", rr.version.GroupResource(), rr.name, msg, 0, false))
+		return
+	}
+	opts, se := parseWriteOptions(r.URL.Query(), "PatchOptions")
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	patch, se := readBody(w, r)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	var (
+		want     int64
+		warnings []string
+	)
+	apply := func(cur *corev1.Event) (*corev1.Event, *apierrors.StatusError) {
+		curJSON, err := json.Marshal(externalEvent(rr.version, cur))
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		patched, se := applyPatch(ct, curJSON, patch, rr.version)
+		if se != nil {
+			return nil, se
+		}
+		ev, warns, se := decodeEvent("application/json", patched, rr.version, opts.validation)
+		if se != nil {
+			return nil, se
+		}
+		warnings = warns
+		if ev.Namespace != rr.namespace {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		if se := checkName(ev, rr.name); se != nil {
+			return nil, se
+		}
+		if ev.ResourceVersion != cur.ResourceVersion {
+			// The patch names a revision: it must be current.
+			if want, se = parseRevision(ev.ResourceVersion); se != nil {
+				return nil, se
+			}
+			if want != 0 {
+				return nil, apierrors.NewConflict(rr.version.GroupResource(), rr.name, errors.New(registryOptimisticLockMsg))
+			}
+		}
+		return ev, nil
+	}
+	ww := &warningWriter{ResponseWriter: w, warnings: &warnings}
+	s.guaranteedUpdate(ww, r, rr, opts, 0, apply, false)
+}
+
+// warningWriter adds the warnings collected while patching before the
+// response header is written.
+type warningWriter struct {
+	http.ResponseWriter
+	warnings *[]string
+}
+
+func (w *warningWriter) WriteHeader(code int) {
+	setWarnings(w.ResponseWriter, *w.warnings)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func applyPatch(ct string, cur, patch []byte, v eventapi.Version) ([]byte, *apierrors.StatusError) {
+	switch ct {
+	case patchJSON:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
+		}
+		out, err := p.Apply(cur)
+		if err != nil {
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", v.GroupResource(), "", err.Error(), 0, false)
+		}
+		return out, nil
+	case patchMerge:
+		if !json.Valid(patch) {
+			return nil, apierrors.NewBadRequest("invalid merge patch: the body is not valid JSON")
+		}
+		out, err := jsonpatch.MergePatch(cur, patch)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid merge patch: %v", err))
+		}
+		return out, nil
+	default:
+		var schemaObj any = corev1.Event{}
+		if v == eventapi.EventsV1 {
+			schemaObj = eventsv1.Event{}
+		}
+		if !json.Valid(patch) {
+			return nil, apierrors.NewBadRequest("invalid strategic merge patch: the body is not valid JSON")
+		}
+		out, err := strategicpatch.StrategicMergePatch(cur, patch, schemaObj)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid strategic merge patch: %v", err))
+		}
+		return out, nil
+	}
+}
+
+// deleteOptions reads metav1.DeleteOptions from the body and the query.
+func deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOptions, *apierrors.StatusError) {
+	opts := &metav1.DeleteOptions{}
+	body, se := readBody(w, r)
+	if se != nil {
+		return nil, se
+	}
+	if len(strings.TrimSpace(string(body))) > 0 {
+		if err := json.Unmarshal(body, opts); err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding DeleteOptions: %v", err))
+		}
+	}
+	q := r.URL.Query()
+	if d := q["dryRun"]; len(d) > 0 {
+		opts.DryRun = d
+	}
+	if p := q.Get("propagationPolicy"); p != "" {
+		pp := metav1.DeletionPropagation(p)
+		opts.PropagationPolicy = &pp
+	}
+	if g := q.Get("gracePeriodSeconds"); g != "" {
+		n, err := strconv.ParseInt(g, 10, 64)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid gracePeriodSeconds %q", g))
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	var errs field.ErrorList
+	for _, d := range opts.DryRun {
+		if d != metav1.DryRunAll {
+			errs = append(errs, field.NotSupported(field.NewPath("dryRun"), d, []string{metav1.DryRunAll}))
+		}
+	}
+	if p := opts.PropagationPolicy; p != nil {
+		switch *p {
+		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
+		default:
+			errs = append(errs, field.NotSupported(field.NewPath("propagationPolicy"), *p, []string{"Foreground", "Background", "Orphan", "nil"}))
+		}
+	}
+	if opts.OrphanDependents != nil && opts.PropagationPolicy != nil {
+		errs = append(errs, field.Invalid(field.NewPath("propagationPolicy"), *opts.PropagationPolicy, "orphanDependents and deletionPropagation cannot be both set"))
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
+	}
+	return opts, nil
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	opts, se := deleteOptions(w, r)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	ctx := r.Context()
+	cur, err := s.cfg.Store.Get(ctx, rr.namespace, rr.name)
+	if err != nil {
+		writeStatus(w, statusError(err, rr, rr.name))
+		return
+	}
+	if p := opts.Preconditions; p != nil {
+		if p.UID != nil && *p.UID != cur.UID {
+			writeStatus(w, apierrors.NewConflict(rr.version.GroupResource(), rr.name,
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, cur.UID)))
+			return
+		}
+		if p.ResourceVersion != nil && *p.ResourceVersion != cur.ResourceVersion {
+			writeStatus(w, apierrors.NewConflict(rr.version.GroupResource(), rr.name,
+				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, cur.ResourceVersion)))
+			return
+		}
+	}
+	if len(opts.DryRun) == 0 {
+		rev, _ := strconv.ParseInt(cur.ResourceVersion, 10, 64)
+		if _, err := s.cfg.Store.Delete(ctx, rr.namespace, rr.name, storage.Preconditions{Revision: rev}); err != nil {
+			if errors.Is(err, storage.ErrConflict) {
+				err = apierrors.NewConflict(rr.version.GroupResource(), rr.name, errors.New(registryOptimisticLockMsg))
+			}
+			writeStatus(w, statusError(err, rr, rr.name))
+			return
+		}
+	}
+	writeObject(w, output{kind: outJSON}, http.StatusOK, &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details:  &metav1.StatusDetails{Name: rr.name, Group: rr.version.Group(), Kind: "events", UID: cur.UID},
+	})
+}
+
+// deleteCollection deletes every event the selectors match and returns
+// them, as kube-apiserver's generic registry does.
+func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	opts, se := deleteOptions(w, r)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	lo, se := parseListOptions(r.URL.Query(), rr)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	lo.Limit, lo.Revision, lo.Exact = 500, 0, false
+	ctx := r.Context()
+	var deleted []*corev1.Event
+	for {
+		res, err := s.cfg.Store.List(ctx, lo)
+		if err != nil {
+			writeStatus(w, statusError(err, rr, ""))
+			return
+		}
+		for _, ev := range res.Items {
+			if len(opts.DryRun) > 0 {
+				deleted = append(deleted, ev)
+				continue
+			}
+			rev, _ := strconv.ParseInt(ev.ResourceVersion, 10, 64)
+			out, err := s.cfg.Store.Delete(ctx, ev.Namespace, ev.Name, storage.Preconditions{Revision: rev})
+			if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrConflict) {
+				continue // deleted or rewritten meanwhile: not ours to delete
+			}
+			if err != nil {
+				writeStatus(w, statusError(err, rr, ev.Name))
+				return
+			}
+			deleted = append(deleted, out)
+		}
+		if res.Continue == "" {
+			break
+		}
+		lo.Continue = res.Continue
+	}
+	o, ok := negotiate(r.Header.Get("Accept"))
+	if !ok {
+		o = output{kind: outJSON}
+	}
+	if o.kind == outTable || o.kind == outPartial {
+		o = output{kind: outJSON}
+	}
+	s.respondEvents(w, r, rr, o, http.StatusOK, deleted, metav1.ListMeta{}, false)
+}
+
+// parseListOptions reads the selectors, pagination and resourceVersion
+// parameters of a list.
+func parseListOptions(q url.Values, rr resourceRequest) (storage.ListOptions, *apierrors.StatusError) {
+	var lo storage.ListOptions
+	lo.Namespace = rr.namespace
+	fs, err := eventapi.ParseFieldSelector(rr.version, q.Get("fieldSelector"))
+	if err != nil {
+		return lo, apierrors.NewBadRequest(err.Error())
+	}
+	lo.Fields = fs
+	if raw := q.Get("labelSelector"); raw != "" {
+		ls, err := labels.Parse(raw)
+		if err != nil {
+			return lo, apierrors.NewBadRequest(fmt.Sprintf("invalid labelSelector %q: %v", raw, err))
+		}
+		lo.Labels = ls
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.ParseInt(l, 10, 64)
+		if err != nil || n < 0 {
+			return lo, apierrors.NewBadRequest(fmt.Sprintf("limit: invalid value %q: must be a non-negative integer", l))
+		}
+		lo.Limit = n
+	}
+	lo.Continue = q.Get("continue")
+	rv, match := q.Get("resourceVersion"), q.Get("resourceVersionMatch")
+	var errs field.ErrorList
+	switch match {
+	case "", string(metav1.ResourceVersionMatchNotOlderThan), string(metav1.ResourceVersionMatchExact):
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("resourceVersionMatch"), match,
+			[]string{string(metav1.ResourceVersionMatchExact), string(metav1.ResourceVersionMatchNotOlderThan), ""}))
+	}
+	if match != "" && rv == "" {
+		errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"), "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+	}
+	if match != "" && lo.Continue != "" {
+		errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"), "resourceVersionMatch is forbidden when continue is provided"))
+	}
+	if match == string(metav1.ResourceVersionMatchExact) && rv == "0" {
+		errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"), "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""))
+	}
+	if len(errs) > 0 {
+		return lo, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	r, se := parseRevision(rv)
+	if se != nil {
+		return lo, se
+	}
+	if lo.Continue == "" && r > 0 {
+		lo.Revision = r
+		// Without resourceVersionMatch, a non-zero resourceVersion with a
+		// limit means exactly that revision (the legacy rule).
+		lo.Exact = match == string(metav1.ResourceVersionMatchExact) || (match == "" && lo.Limit > 0)
+	}
+	return lo, nil
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	o, ok := negotiate(r.Header.Get("Accept"))
+	if !ok {
+		writeStatus(w, notAcceptable())
+		return
+	}
+	lo, se := parseListOptions(r.URL.Query(), rr)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	res, err := s.cfg.Store.List(r.Context(), lo)
+	if errors.Is(err, storage.ErrFutureRevision) {
+		writeStatus(w, tooLargeResourceVersion(lo.Revision, s.cfg.Store.Revision()))
+		return
+	}
+	if err != nil {
+		writeStatus(w, statusError(err, rr, ""))
+		return
+	}
+	meta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Revision, 10), Continue: res.Continue}
+	s.respondEvents(w, r, rr, o, http.StatusOK, res.Items, meta, false)
+}

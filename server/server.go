@@ -1,0 +1,132 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Server is the events API server. It is an http.Handler.
+type Server struct {
+	cfg       Config
+	metrics   *metrics
+	discovery *discovery
+	openapi   *openAPI
+	version   []byte
+	metricsH  http.Handler
+
+	stopWatches  chan struct{}
+	stopOnce     sync.Once
+	shuttingDown atomic.Bool
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New builds a Server from cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: Config.Store is required")
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{cfg: cfg, stopWatches: make(chan struct{})}
+	var err error
+	if s.metrics, err = newMetrics(cfg.Registry, cfg.Store); err != nil {
+		return nil, err
+	}
+	if s.discovery, err = newDiscovery(); err != nil {
+		return nil, err
+	}
+	if s.openapi, err = newOpenAPI(); err != nil {
+		return nil, err
+	}
+	if s.version, err = json.Marshal(cfg.Version); err != nil {
+		return nil, err
+	}
+	s.metricsH = promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry})
+	return s, nil
+}
+
+// BeginShutdown reports the server not ready and ends open watches, so
+// that an http.Server.Shutdown that follows is not held up by them.
+// Requests in flight complete; their writes are durable when answered.
+func (s *Server) BeginShutdown() {
+	s.shuttingDown.Store(true)
+	s.stopOnce.Do(func() { close(s.stopWatches) })
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/healthz", "/livez":
+		_, _ = w.Write([]byte("ok"))
+		return
+	case "/readyz":
+		if s.shuttingDown.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+		return
+	case "/version":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(s.version)
+		return
+	}
+	if a := s.cfg.Authenticator; a != nil {
+		if _, ok := a.Authenticate(r); !ok {
+			writeStatus(w, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+				Message: "Unauthorized", Reason: metav1.StatusReasonUnauthorized, Code: http.StatusUnauthorized}})
+			return
+		}
+	}
+	if r.URL.Path == "/metrics" {
+		s.metricsH.ServeHTTP(w, r)
+		return
+	}
+	if rr, watchPath, ok := parseResourcePath(r.URL.Path); ok {
+		s.serveResource(w, r, rr, watchPath)
+		return
+	}
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		if s.discovery.serve(w, r) || s.openapi.serve(w, r) {
+			return
+		}
+	}
+	writeStatus(w, notFoundPath())
+}
+
+func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rr resourceRequest, watchPath bool) {
+	if !resolveVerb(r, &rr, watchPath) {
+		writeStatus(w, methodNotAllowed(r.Method))
+		return
+	}
+	start := s.cfg.Clock.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	defer func() {
+		s.metrics.observe(rr.verb, rr.version.Group(), rec.code, s.cfg.Clock.Since(start))
+	}()
+	switch rr.verb {
+	case verbGet:
+		s.get(rec, r, rr)
+	case verbList:
+		s.list(rec, r, rr)
+	case verbWatch:
+		s.watch(rec, r, rr)
+	case verbCreate:
+		s.create(rec, r, rr)
+	case verbUpdate:
+		s.update(rec, r, rr)
+	case verbPatch:
+		s.patch(rec, r, rr)
+	case verbDelete:
+		s.delete(rec, r, rr)
+	case verbDeleteCollection:
+		s.deleteCollection(rec, r, rr)
+	}
+}

@@ -1,0 +1,246 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/storage"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// watchParams are a watch request's parameters.
+type watchParams struct {
+	opts    storage.WatchOptions
+	timeout time.Duration
+}
+
+func (s *Server) parseWatch(r *http.Request, rr resourceRequest) (watchParams, *apierrors.StatusError) {
+	q := r.URL.Query()
+	var p watchParams
+	lo, se := parseListOptions(withoutMatch(q), rr)
+	if se != nil {
+		return p, se
+	}
+	p.opts.Selector = lo.Selector
+	if rr.name != "" {
+		p.opts.Fields = append(p.opts.Fields, eventapi.Requirement{Field: eventapi.FieldName, Value: rr.name})
+	}
+	rv, se := parseRevision(q.Get("resourceVersion"))
+	if se != nil {
+		return p, se
+	}
+	bookmarks := isTrue(q.Get("allowWatchBookmarks"))
+	match := q.Get("resourceVersionMatch")
+	var errs field.ErrorList
+	var sendInitial *bool
+	if v := q.Get("sendInitialEvents"); v != "" {
+		b := isTrue(v)
+		sendInitial = &b
+		if match != string(metav1.ResourceVersionMatchNotOlderThan) {
+			errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"), "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+		}
+		if b && !bookmarks {
+			errs = append(errs, field.Forbidden(field.NewPath("allowWatchBookmarks"), "allowWatchBookmarks must be set to true when sendInitialEvents is true"))
+		}
+	} else if match != "" {
+		errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"), "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+	}
+	if len(errs) > 0 {
+		return p, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	switch {
+	case sendInitial != nil && *sendInitial:
+		p.opts.SendInitialEvents, p.opts.InitialEventsEndBookmark = true, true
+	case sendInitial == nil && rv == 0:
+		// No resourceVersion (or "0"): the current state as ADDED events
+		// first, as kube-apiserver does without a watch cache.
+		p.opts.SendInitialEvents = true
+	default:
+		p.opts.Revision = rv
+	}
+	if bookmarks {
+		p.opts.ProgressInterval = s.cfg.BookmarkInterval
+	}
+	if t := q.Get("timeoutSeconds"); t != "" {
+		n, err := strconv.ParseInt(t, 10, 64)
+		if err != nil || n < 0 {
+			return p, apierrors.NewBadRequest(fmt.Sprintf("invalid timeoutSeconds %q", t))
+		}
+		p.timeout = time.Duration(n) * time.Second
+	}
+	if p.timeout == 0 {
+		p.timeout = s.cfg.MinWatchTimeout + rand.N(s.cfg.MinWatchTimeout)
+	}
+	return p, nil
+}
+
+// withoutMatch drops the list-only resourceVersionMatch checks, which mean
+// something else on a watch.
+func withoutMatch(q map[string][]string) map[string][]string {
+	c := make(map[string][]string, len(q))
+	for k, v := range q {
+		if k != "resourceVersionMatch" && k != "resourceVersion" && k != "limit" && k != "continue" {
+			c[k] = v
+		}
+	}
+	return c
+}
+
+func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	o, ok := negotiate(r.Header.Get("Accept"))
+	if !ok {
+		writeStatus(w, notAcceptable())
+		return
+	}
+	if o.kind == outYAML {
+		o = output{kind: outJSON} // there is no YAML stream framing
+	}
+	include := "Metadata"
+	if o.kind == outTable {
+		var err error
+		if include, err = parseIncludeObject(r.URL.Query().Get("includeObject")); err != nil {
+			writeStatus(w, statusError(err, rr, ""))
+			return
+		}
+	}
+	p, se := s.parseWatch(r, rr)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	ctx := r.Context()
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeStatus(w, apierrors.NewInternalError(errors.New("the connection does not support streaming")))
+		return
+	}
+	watcher, err := s.cfg.Store.Watch(ctx, p.opts)
+	if err != nil && !errors.Is(err, storage.ErrCompacted) {
+		writeStatus(w, statusError(err, rr, ""))
+		return
+	}
+	s.metrics.watchers.Inc()
+	defer s.metrics.watchers.Dec()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+
+	enc := &watchEncoder{s: s, rr: rr, o: o, include: include}
+	if err != nil {
+		// kube-apiserver answers a too-old resourceVersion with an ERROR
+		// event on an accepted stream.
+		_, _ = w.Write(enc.errorFrame(err))
+		flusher.Flush()
+		return
+	}
+	defer watcher.Stop()
+	timeout := s.cfg.Clock.NewTimer(p.timeout)
+	defer timeout.Stop()
+	for {
+		select {
+		case e, ok := <-watcher.ResultChan():
+			if !ok {
+				return
+			}
+			frame, err := enc.frame(e)
+			if err != nil {
+				s.cfg.Logger.Error("encoding watch event", "err", err)
+				return
+			}
+			if _, err := w.Write(frame); err != nil {
+				return
+			}
+			flusher.Flush()
+			if e.Err != nil {
+				return
+			}
+		case <-timeout.C():
+			return
+		case <-s.stopWatches:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// watchEncoder turns storage events into watch frames: one
+// {"type","object"} JSON document per line.
+type watchEncoder struct {
+	s       *Server
+	rr      resourceRequest
+	o       output
+	include string
+	headers bool // table column definitions already sent
+}
+
+func (e *watchEncoder) frame(ev storage.Event) ([]byte, error) {
+	if ev.Err != nil {
+		return e.errorFrame(ev.Err), nil
+	}
+	var obj any
+	switch {
+	case ev.Type == watch.Bookmark:
+		bm := &corev1.Event{ObjectMeta: metav1.ObjectMeta{ResourceVersion: strconv.FormatInt(ev.Revision, 10)}}
+		if ev.InitialEventsEnd {
+			bm.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+		}
+		if e.o.kind == outJSON {
+			obj = externalEvent(e.rr.version, bm)
+		} else {
+			obj = partialMeta(bm, e.o.metaVersion)
+		}
+	case e.o.kind == outTable:
+		t, err := table(e.rr.version, []*corev1.Event{ev.Object}, metav1.ListMeta{ResourceVersion: ev.Object.ResourceVersion},
+			e.o, tableOptions{includeObject: e.include, noHeaders: e.headers}, e.s.cfg.Clock.Now())
+		if err != nil {
+			return nil, err
+		}
+		e.headers = true
+		obj = t
+	case e.o.kind == outPartial:
+		obj = partialMeta(ev.Object, e.o.metaVersion)
+	default:
+		obj = externalEvent(e.rr.version, ev.Object)
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	return encodeFrame(string(ev.Type), raw), nil
+}
+
+func (e *watchEncoder) errorFrame(err error) []byte {
+	se := statusError(err, e.rr, "")
+	if errors.Is(err, storage.ErrCompacted) {
+		se = apierrors.NewResourceExpired("The resourceVersion for the provided watch is too old.")
+	}
+	st := se.ErrStatus
+	st.Kind, st.APIVersion = "Status", "v1"
+	raw, _ := json.Marshal(&st)
+	return encodeFrame(string(watch.Error), raw)
+}
+
+func encodeFrame(typ string, raw []byte) []byte {
+	var b bytes.Buffer
+	b.Grow(len(raw) + 32)
+	b.WriteString(`{"type":"`)
+	b.WriteString(typ)
+	b.WriteString(`","object":`)
+	b.Write(raw)
+	b.WriteString("}\n")
+	return b.Bytes()
+}
