@@ -75,8 +75,8 @@ func negotiate(accept string) (output, bool) {
 }
 
 func notAcceptable() *apierrors.StatusError {
-	return apierrors.NewGenericServerResponse(http.StatusNotAcceptable, "", eventapi.CoreV1.GroupResource(), "",
-		"only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io", 0, false)
+	return newStatus(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
+		"only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
 }
 
 // externalEvent returns ev in the wire form of v.
@@ -251,8 +251,7 @@ func decodeEvent(contentType string, body []byte, v eventapi.Version, validation
 		tm = ev.TypeMeta
 	}
 	if err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if !json.Valid(body) {
 			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; json parse error: %v", err))
 		}
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("Event in version %q cannot be handled as a Event: %v", v.APIVersion(), err))
@@ -316,6 +315,6 @@ func decodeProtobuf(body []byte, v eventapi.Version) (*corev1.Event, *apierrors.
 }
 
 func unsupportedMediaType(mt string) *apierrors.StatusError {
-	return apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", eventapi.CoreV1.GroupResource(), "",
-		fmt.Sprintf("the body of the request was in an unknown format (%s) - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf", mt), 0, false)
+	return newStatus(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+		fmt.Sprintf("the body of the request was in an unknown format (%s) - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf", mt))
 }

@@ -99,3 +99,9 @@ func notFoundPath() *apierrors.StatusError {
 func methodNotAllowed(method string) *apierrors.StatusError {
 	return apierrors.NewMethodNotSupported(schema.GroupResource{Resource: "events"}, method)
 }
+
+// newStatus builds a failure Status with an exact message, for codes
+// apierrors has no constructor for.
+func newStatus(code int32, reason metav1.StatusReason, msg string) *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason, Message: msg}}
+}

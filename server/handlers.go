@@ -402,7 +402,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		if ct == patchApply {
 			msg = "server-side apply is not supported by eventsd; use a JSON, merge or strategic-merge patch (kubectl apply without --server-side)"
 		}
-		writeStatus(w, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", rr.version.GroupResource(), rr.name, msg, 0, false))
+		writeStatus(w, newStatus(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, msg))
 		return
 	}
 	opts, se := parseWriteOptions(r.URL.Query(), "PatchOptions")
@@ -475,7 +475,7 @@ func applyPatch(ct string, cur, patch []byte, v eventapi.Version) ([]byte, *apie
 		}
 		out, err := p.Apply(cur)
 		if err != nil {
-			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", v.GroupResource(), "", err.Error(), 0, false)
+			return nil, newStatus(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf("the JSON patch could not be applied: %v", err))
 		}
 		return out, nil
 	case patchMerge:
