@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
+	github.com/google/go-cmp v0.7.0
 	github.com/prometheus/client_golang v1.16.0
 	github.com/spf13/cobra v1.0.0
 	go.uber.org/goleak v1.3.0

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/kubevents/kubevents/eventapi"
@@ -19,11 +19,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -466,12 +468,26 @@ func (w *warningWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func applyPatch(ct string, cur, patch []byte, v eventapi.Version) ([]byte, *apierrors.StatusError) {
+// maxJSONPatchOperations is kube-apiserver's bound on JSON patch length.
+const maxJSONPatchOperations = 10000
+
+// applyPatch applies a patch of type ct to the JSON object cur. Patch
+// libraries can panic on some malformed patches; that is a bad request,
+// not a server failure.
+func applyPatch(ct string, cur, patch []byte, v eventapi.Version) (out []byte, se *apierrors.StatusError) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, se = nil, newStatus(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf("the patch could not be applied: %v", r))
+		}
+	}()
 	switch ct {
 	case patchJSON:
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
+		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
 		out, err := p.Apply(cur)
 		if err != nil {
@@ -510,8 +526,8 @@ func deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOption
 	if se != nil {
 		return nil, se
 	}
-	if len(strings.TrimSpace(string(body))) > 0 {
-		if err := json.Unmarshal(body, opts); err != nil {
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := decodeDeleteOptions(r.Header.Get("Content-Type"), body, opts); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding DeleteOptions: %v", err))
 		}
 	}
@@ -550,6 +566,33 @@ func deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOption
 		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
 	return opts, nil
+}
+
+// decodeDeleteOptions decodes a DELETE body: JSON (kubectl), YAML, or the
+// protobuf envelope client-go's typed clients send for built-in types.
+func decodeDeleteOptions(contentType string, body []byte, opts *metav1.DeleteOptions) error {
+	mt := "application/json"
+	if contentType != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(contentType); err != nil {
+			return err
+		}
+	}
+	switch mt {
+	case "application/vnd.kubernetes.protobuf":
+		if !bytes.HasPrefix(body, protobufMagic) {
+			return errors.New("the protobuf body does not start with the Kubernetes envelope")
+		}
+		var u runtime.Unknown
+		if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
+			return err
+		}
+		return opts.Unmarshal(u.Raw)
+	case "application/yaml":
+		return yaml.Unmarshal(body, opts)
+	default:
+		return json.Unmarshal(body, opts)
+	}
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, rr resourceRequest) {

@@ -3,7 +3,9 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -60,8 +62,22 @@ func (s *Server) BeginShutdown() {
 	s.stopOnce.Do(func() { close(s.stopWatches) })
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. A panic in a handler is logged with
+// its stack and answered with a 500 Status, not a dropped connection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.cfg.Logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			writeStatus(w, apierrors.NewInternalError(fmt.Errorf("the server panicked serving the request: %v", v)))
+		}
+	}()
+	s.serve(w, r)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/healthz", "/livez":
 		_, _ = w.Write([]byte("ok"))

@@ -1,0 +1,88 @@
+package eventapi
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestParseFieldSelector(t *testing.T) {
+	cases := []struct {
+		v       Version
+		raw     string
+		want    string // canonical internal form
+		wantErr string
+	}{
+		{CoreV1, "", "", ""},
+		{CoreV1, "involvedObject.kind=Pod,involvedObject.name==x,type!=Normal", "involvedObject.kind=Pod,involvedObject.name=x,type!=Normal", ""},
+		{CoreV1, "action=Bind,reportingInstance=i,related.uid=u", "action=Bind,related.uid=u,reportingInstance=i", ""}, // apimachinery sorts terms
+		{CoreV1, `reason=a\,b`, `reason=a\,b`, ""},
+		{CoreV1, "regarding.name=x", "", "field label not supported: regarding.name"},
+		{CoreV1, "note=x", "", "field label not supported: note"},
+		{EventsV1, "regarding.name=x,reportingController=c,type=Warning", "involvedObject.name=x,reportingComponent=c,type=Warning", ""},
+		{EventsV1, "involvedObject.name=x", "", "field label not supported: involvedObject.name"},
+		{EventsV1, "reportingComponent=c", "", "field label not supported: reportingComponent"},
+		{EventsV1, "source=kubelet,action=A,reportingInstance=i,related.kind=Node", "action=A,related.kind=Node,reportingInstance=i,source=kubelet", ""},
+		{CoreV1, "garbage", "", "invalid selector"},
+	}
+	for _, c := range cases {
+		sel, err := ParseFieldSelector(c.v, c.raw)
+		switch {
+		case c.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%v %q: got error %v, want %q", c.v, c.raw, err, c.wantErr)
+			}
+		case err != nil:
+			t.Errorf("%v %q: %v", c.v, c.raw, err)
+		case sel.String() != c.want:
+			t.Errorf("%v %q: got %q, want %q", c.v, c.raw, sel.String(), c.want)
+		}
+	}
+	_, err := ParseFieldSelector(CoreV1, "foo=bar")
+	var uf *UnsupportedFieldError
+	if !errors.As(err, &uf) || uf.Label != "foo" {
+		t.Errorf("unsupported label error is %T %v", err, err)
+	}
+}
+
+func TestSourceFallsBackToReportingController(t *testing.T) {
+	ev := newEvent(func(e *corev1.Event) { e.Source = corev1.EventSource{} })
+	if Value(ev, FieldSource) != "kubelet" {
+		t.Fatalf("source = %q, want the reporting controller", Value(ev, FieldSource))
+	}
+	ev.Source.Component = "other"
+	if Value(ev, FieldSource) != "other" {
+		t.Fatalf("source = %q, want the component", Value(ev, FieldSource))
+	}
+	sel, _ := ParseFieldSelector(CoreV1, "source=other,reportingComponent=kubelet,related.name=")
+	if !sel.Matches(ev) {
+		t.Fatal("selector should match")
+	}
+}
+
+func FuzzParseFieldSelector(f *testing.F) {
+	for _, s := range []string{"", "a=b", "involvedObject.name=x,type!=Warning", `reason=a\,b`, "regarding.uid==u", "x in (a)", "=", ",,"} {
+		f.Add(s, true)
+	}
+	ev := newEvent()
+	f.Fuzz(func(t *testing.T, raw string, events bool) {
+		v := CoreV1
+		if events {
+			v = EventsV1
+		}
+		sel, err := ParseFieldSelector(v, raw)
+		if err != nil {
+			return
+		}
+		// A parsed selector renders to a selector that parses to itself.
+		again, err := ParseFieldSelector(CoreV1, sel.String())
+		if err != nil {
+			t.Fatalf("%q parsed, but its rendering %q does not: %v", raw, sel.String(), err)
+		}
+		if again.String() != sel.String() || again.Matches(ev) != sel.Matches(ev) {
+			t.Fatalf("%q: rendering %q changes meaning", raw, sel.String())
+		}
+	})
+}
