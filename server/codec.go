@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -28,7 +29,8 @@ const (
 	outJSON outputKind = iota
 	outYAML
 	outTable
-	outPartial // PartialObjectMetadata(List)
+	outPartial  // PartialObjectMetadata(List)
+	outProtobuf // Kubernetes protobuf envelope
 )
 
 // output is a negotiated response format.
@@ -40,7 +42,6 @@ type output struct {
 }
 
 // negotiate picks the first media type in accept that eventsd can produce.
-// Protobuf is not produced: clients that ask for it also accept JSON.
 func negotiate(accept string) (output, bool) {
 	if strings.TrimSpace(accept) == "" {
 		return output{kind: outJSON}, true
@@ -68,6 +69,10 @@ func negotiate(accept string) (output, bool) {
 		case "application/yaml":
 			if params["as"] == "" {
 				return output{kind: outYAML}, true
+			}
+		case protobufMediaType:
+			if params["as"] == "" {
+				return output{kind: outProtobuf}, true
 			}
 		}
 	}
@@ -165,8 +170,46 @@ func table(v eventapi.Version, items []*corev1.Event, meta metav1.ListMeta, o ou
 	return t, nil
 }
 
-// writeJSON writes obj with status in the negotiated plain format.
+// protobufMediaType is the Kubernetes protobuf wire format.
+const protobufMediaType = "application/vnd.kubernetes.protobuf"
+
+// protoObject is a generated Kubernetes type with its protobuf codec.
+type protoObject interface {
+	Marshal() ([]byte, error)
+}
+
+// protobufEnvelope wraps obj as kube-apiserver does: "k8s\x00" and a
+// runtime.Unknown carrying the type and the object's bytes.
+func protobufEnvelope(obj any) ([]byte, error) {
+	po, ok := obj.(protoObject)
+	tm, ok2 := obj.(interface{ GetObjectKind() schema.ObjectKind })
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("%T has no protobuf encoding", obj)
+	}
+	raw, err := po.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	gvk := tm.GetObjectKind().GroupVersionKind()
+	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}, Raw: raw}
+	b, err := u.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	return append(append(make([]byte, 0, len(protobufMagic)+len(b)), protobufMagic...), b...), nil
+}
+
+// writeObject writes obj with status in the negotiated plain format.
 func writeObject(w http.ResponseWriter, o output, status int, obj any) {
+	if o.kind == outProtobuf {
+		if body, err := protobufEnvelope(obj); err == nil {
+			w.Header().Set("Content-Type", protobufMediaType)
+			w.WriteHeader(status)
+			_, _ = w.Write(body)
+			return
+		}
+		// No protobuf form (e.g. Status): JSON, which every client accepts.
+	}
 	body, err := json.Marshal(obj)
 	if err != nil {
 		writeStatus(w, apierrors.NewInternalError(err))
@@ -226,7 +269,7 @@ func decodeEvent(contentType string, body []byte, v eventapi.Version, validation
 			return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("couldn't get version/kind; yaml parse error: %v", err))
 		}
 		body = j
-	case "application/vnd.kubernetes.protobuf":
+	case protobufMediaType:
 		ev, err := decodeProtobuf(body, v)
 		return ev, nil, err
 	default:

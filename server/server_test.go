@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -190,5 +191,37 @@ func TestTableAgesUseTheClock(t *testing.T) {
 	}
 	if !strings.Contains(string(tbl.Rows[0].Object.Raw), `"kind":"PartialObjectMetadata"`) {
 		t.Fatalf("row object %s", tbl.Rows[0].Object.Raw)
+	}
+}
+
+// TestProtobufResponses: clients that prefer protobuf (client-go's typed
+// clients since v0.35) get the Kubernetes protobuf envelope back.
+func TestProtobufResponses(t *testing.T) {
+	e := newEnv(t, time.Hour)
+	e.create("a")
+	for _, path := range []string{"/api/v1/namespaces/default/events/a", "/api/v1/namespaces/default/events", "/apis/events.k8s.io/v1/events"} {
+		req, _ := http.NewRequest(http.MethodGet, e.url+path, nil)
+		req.Header.Set("Accept", "application/vnd.kubernetes.protobuf,application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != "application/vnd.kubernetes.protobuf" || !strings.HasPrefix(string(body), "k8s\x00") {
+			t.Fatalf("%s: content type %q, body %q", path, ct, body[:min(len(body), 20)])
+		}
+		var u runtime.Unknown
+		if err := u.Unmarshal(body[4:]); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{
+			"/api/v1/namespaces/default/events/a": "v1/Event",
+			"/api/v1/namespaces/default/events":   "v1/EventList",
+			"/apis/events.k8s.io/v1/events":       "events.k8s.io/v1/EventList",
+		}[path]
+		if got := u.APIVersion + "/" + u.Kind; got != want {
+			t.Fatalf("%s: envelope type %s, want %s", path, got, want)
+		}
 	}
 }

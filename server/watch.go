@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
@@ -107,6 +109,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	if o.kind == outYAML {
 		o = output{kind: outJSON} // there is no YAML stream framing
 	}
+	contentType := "application/json"
+	if o.kind == outProtobuf {
+		contentType = protobufMediaType + ";stream=watch"
+	}
 	include := "Metadata"
 	if o.kind == outTable {
 		var err error
@@ -133,7 +139,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	}
 	s.metrics.watchers.Inc()
 	defer s.metrics.watchers.Dec()
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
@@ -198,7 +204,7 @@ func (e *watchEncoder) frame(ev storage.Event) ([]byte, error) {
 		if ev.InitialEventsEnd {
 			bm.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
 		}
-		if e.o.kind == outJSON {
+		if e.o.kind == outJSON || e.o.kind == outProtobuf {
 			obj = externalEvent(e.rr.version, bm)
 		} else {
 			obj = partialMeta(bm, e.o.metaVersion)
@@ -216,11 +222,31 @@ func (e *watchEncoder) frame(ev storage.Event) ([]byte, error) {
 	default:
 		obj = externalEvent(e.rr.version, ev.Object)
 	}
+	if e.o.kind == outProtobuf {
+		return protobufFrame(string(ev.Type), obj)
+	}
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
 	return encodeFrame(string(ev.Type), raw), nil
+}
+
+// protobufFrame is one protobuf watch frame: a 4-byte big-endian length,
+// then a metav1.WatchEvent whose object is in the protobuf envelope.
+func protobufFrame(typ string, obj any) ([]byte, error) {
+	env, err := protobufEnvelope(obj)
+	if err != nil {
+		return nil, err
+	}
+	we := metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: env}}
+	b, err := we.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	frame := make([]byte, 4, 4+len(b))
+	binary.BigEndian.PutUint32(frame, uint32(len(b)))
+	return append(frame, b...), nil
 }
 
 func (e *watchEncoder) errorFrame(err error) []byte {
@@ -230,6 +256,11 @@ func (e *watchEncoder) errorFrame(err error) []byte {
 	}
 	st := se.ErrStatus
 	st.Kind, st.APIVersion = "Status", "v1"
+	if e.o.kind == outProtobuf {
+		if f, err := protobufFrame(string(watch.Error), &st); err == nil {
+			return f
+		}
+	}
 	raw, _ := json.Marshal(&st)
 	return encodeFrame(string(watch.Error), raw)
 }
