@@ -47,6 +47,8 @@ type Config struct {
 	MinWatchTimeout time.Duration
 	// Version is served at /version.
 	Version version.Info
+	// Profiling serves Go profiles at /debug/pprof/.
+	Profiling bool
 }
 
 func (c Config) withDefaults() Config {

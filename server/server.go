@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -105,6 +107,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.metricsH.ServeHTTP(w, r)
 		return
 	}
+	if s.cfg.Profiling && strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+		serveProfile(w, r)
+		return
+	}
 	if rr, watchPath, ok := parseResourcePath(r.URL.Path); ok {
 		s.serveResource(w, r, rr, watchPath)
 		return
@@ -144,5 +150,24 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rr resour
 		s.delete(rec, r, rr)
 	case verbDeleteCollection:
 		s.deleteCollection(rec, r, rr)
+	}
+}
+
+// serveProfile serves net/http/pprof's handlers without registering them
+// on http.DefaultServeMux.
+func serveProfile(w http.ResponseWriter, r *http.Request) {
+	switch name := strings.TrimPrefix(r.URL.Path, "/debug/pprof/"); name {
+	case "cmdline":
+		pprof.Cmdline(w, r)
+	case "profile":
+		pprof.Profile(w, r)
+	case "symbol":
+		pprof.Symbol(w, r)
+	case "trace":
+		pprof.Trace(w, r)
+	case "":
+		pprof.Index(w, r)
+	default:
+		pprof.Handler(name).ServeHTTP(w, r)
 	}
 }

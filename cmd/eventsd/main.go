@@ -31,6 +31,7 @@ type options struct {
 	tokenAuthFile   string
 	shutdownTimeout time.Duration
 	logLevel        string
+	profiling       bool
 }
 
 func main() {
@@ -66,6 +67,7 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.tokenAuthFile, "token-auth-file", "", "If set, require bearer tokens listed in this file (kube-apiserver CSV format: token,user,uid,\"group1,group2\").")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long to wait for requests in flight on SIGTERM or SIGINT.")
 	f.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
+	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind --token-auth-file when set).")
 	return cmd
 }
 
@@ -89,7 +91,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Store: store, EventTTL: o.eventTTL, Logger: log, Authenticator: auth})
+	srv, err := server.New(server.Config{Store: store, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling})
 	if err != nil {
 		store.Close()
 		return err
