@@ -124,8 +124,12 @@ func generateName(base string) string {
 	return base + utilrand.String(generateNameSuffixLen)
 }
 
-// prepareForUpdate carries over what an update may not change.
+// prepareForUpdate carries over what an update may not change. The
+// revision read is stamped on the new state, as kube-apiserver does for
+// unconditional updates (the caller has checked any revision the client
+// named against it).
 func prepareForUpdate(ev, cur *corev1.Event) {
+	ev.ResourceVersion = cur.ResourceVersion
 	if ev.UID == "" {
 		ev.UID = cur.UID
 	}

@@ -130,7 +130,7 @@ func (s *Store) trim(now time.Time, cps []checkpoint, lastTrim time.Time) ([]che
 	if keepFrom <= oldest {
 		return cps, lastTrim
 	}
-	if keepFrom-oldest < trimMinEntries && now.Sub(lastTrim) < trimMaxDelay {
+	if keepFrom-oldest < trimMinEntries && now.Sub(lastTrim) < min(trimMaxDelay, s.opts.HistoryWindow) {
 		return cps, lastTrim
 	}
 	o := &op{kind: opTrim, trimTo: keepFrom}
