@@ -250,3 +250,32 @@ func ParseFieldSelector(v Version, raw string) (FieldSelector, error) {
 	}
 	return out, nil
 }
+
+// allFields are every selectable field.
+var allFields = func() []Field {
+	out := make([]Field, 0, len(coreLabels))
+	for _, f := range coreLabels {
+		out = append(out, f)
+	}
+	return out
+}()
+
+// SameSelection reports whether a and b agree on every selectable field
+// and on their labels, so that any field or label selector matches both or
+// neither.
+func SameSelection(a, b *corev1.Event) bool {
+	for _, f := range allFields {
+		if Value(a, f) != Value(b, f) {
+			return false
+		}
+	}
+	if len(a.Labels) != len(b.Labels) {
+		return false
+	}
+	for k, v := range a.Labels {
+		if bv, ok := b.Labels[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}

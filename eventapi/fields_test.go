@@ -86,3 +86,24 @@ func FuzzParseFieldSelector(f *testing.F) {
 		}
 	})
 }
+
+func TestSameSelection(t *testing.T) {
+	a := newEvent()
+	b := a.DeepCopy()
+	b.Message, b.Count = "other message", 7 // not selectable
+	if !SameSelection(a, b) {
+		t.Fatal("message and count are not selectable")
+	}
+	for desc, mod := range map[string]func(*corev1.Event){
+		"reason":  func(e *corev1.Event) { e.Reason = "X" },
+		"related": func(e *corev1.Event) { e.Related = &corev1.ObjectReference{Name: "n"} },
+		"label":   func(e *corev1.Event) { e.Labels = map[string]string{"a": "b"} },
+		"source":  func(e *corev1.Event) { e.Source.Component = "other" },
+	} {
+		c := a.DeepCopy()
+		mod(c)
+		if SameSelection(a, c) {
+			t.Errorf("%s changes the selection", desc)
+		}
+	}
+}

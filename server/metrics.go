@@ -43,6 +43,10 @@ func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, er
 			func() float64 { return float64(store.Stats().Bytes) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "eventsd_storage_revision", Help: "Revision of the last durable write."},
 			func() float64 { return float64(store.Revision()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "eventsd_storage_commits_total", Help: "Durable commits (one fsync each) since start."},
+			func() float64 { return float64(store.Stats().Commits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "eventsd_storage_committed_writes_total", Help: "Writes carried by the durable commits since start; divided by commits, the mean group size."},
+			func() float64 { return float64(store.Stats().CommittedWrites) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}

@@ -193,6 +193,10 @@ type Stats struct {
 	Expired int64
 	// OldestRevision is the oldest revision watches can resume from.
 	OldestRevision int64
+	// Commits is the number of durable commits (fsyncs) since start, and
+	// CommittedWrites the writes they carried: their ratio is the mean
+	// group-commit size.
+	Commits, CommittedWrites int64
 }
 
 // ErrInvalidContinue: a continue token could not be decoded.

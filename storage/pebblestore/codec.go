@@ -49,10 +49,26 @@ func decodeObject(v []byte) (*corev1.Event, int64, error) {
 	return ev, rev, err
 }
 
-// A log value is a type byte, the length of the object protobuf as uvarint,
-// the object, and (for MODIFIED) the previous object.
+// A log value is a type byte and then:
+//
+//	logAddedRef:  the object's "<ns>/<name>". The object is not copied: it
+//	              is read from the object key, which holds it while its
+//	              revision is this one; a later change of the object has
+//	              its own log entry, which a catching-up reader uses
+//	              instead (see watcher.skipped).
+//	logModified:  uvarint length, the object, and the previous object only
+//	              when a selectable field or a label changed (otherwise any
+//	              selector treats both alike and the previous state is not
+//	              needed).
+//	logDeleted:   uvarint length, the last state.
+//	logAdded:     uvarint length, the object (a full copy; not written any
+//	              more, still read).
+//
+// So a create, the common write, adds a few dozen bytes to the log rather
+// than a second copy of the event.
 const (
 	logAdded    = 'A'
+	logAddedRef = 'a'
 	logModified = 'M'
 	logDeleted  = 'D'
 )
@@ -65,7 +81,24 @@ func encodeLog(typ byte, obj, prev []byte) []byte {
 	return append(v, prev...)
 }
 
-func decodeLog(rev int64, v []byte) (entry, error) {
+func encodeLogRef(sfx []byte) []byte {
+	return append([]byte{logAddedRef}, sfx...)
+}
+
+// decodeLog decodes the log entry at rev. resolve reads an object by its
+// suffix from the same snapshot the entry was read from; a reference whose
+// object has moved on yields an entry with skip set.
+func decodeLog(rev int64, v []byte, resolve func(sfx []byte) (*corev1.Event, int64, error)) (entry, error) {
+	if len(v) >= 2 && v[0] == logAddedRef {
+		obj, objRev, err := resolve(v[1:])
+		if err != nil {
+			return entry{}, err
+		}
+		if obj == nil || objRev != rev {
+			return entry{rev: rev, skip: string(v[1:])}, nil
+		}
+		return entry{rev: rev, typ: watch.Added, obj: obj}, nil
+	}
 	if len(v) < 2 {
 		return entry{}, fmt.Errorf("corrupt log value at revision %d", rev)
 	}
@@ -89,10 +122,13 @@ func decodeLog(rev int64, v []byte) (entry, error) {
 	if e.obj, err = decodeEvent(objBytes, rev); err != nil {
 		return entry{}, err
 	}
-	if len(prevBytes) > 0 {
+	switch {
+	case len(prevBytes) > 0:
 		if e.prev, err = decodeEvent(prevBytes, rev); err != nil {
 			return entry{}, err
 		}
+	case e.typ == watch.Modified:
+		e.sameSelection = true
 	}
 	return e, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -198,6 +199,10 @@ func (s *Store) lookup(g *group, key []byte) (*objState, error) {
 		return st, nil
 	}
 	st := &objState{}
+	if !s.presence.mayContain(key) {
+		g.states[string(key)] = st
+		return st, nil
+	}
 	val, closer, err := s.db.Get(key)
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
@@ -242,6 +247,7 @@ func (s *Store) commitGroup(ops []*op) {
 			err = fmt.Errorf("pebblestore: commit: %w", err)
 			s.log.Error("commit failed; the group's writes are rejected", "err", err, "writes", len(ops))
 			s.rev, s.count = startRev, startCount
+			s.presence = s.rebuildPresence()
 			for _, o := range ops {
 				if o.err == nil {
 					o.err, o.result = err, nil
@@ -254,6 +260,8 @@ func (s *Store) commitGroup(ops []*op) {
 		s.oldestRev.Store(g.trimTo)
 	}
 	if len(g.entries) > 0 {
+		s.commits.Add(1)
+		s.committed.Add(int64(len(g.entries)))
 		s.durableRev.Store(s.rev)
 		s.events.Store(s.count)
 		s.expired.Add(g.expired)
@@ -373,13 +381,18 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 				_ = b.Set(k, nil, nil)
 			}
 		}
-		_ = b.Set(logKey(rev), encodeLog(logModified, o.proto, cur.proto), nil)
+		var prevProto []byte
+		if !eventapi.SameSelection(prev, o.ev) {
+			prevProto = cur.proto
+		}
+		_ = b.Set(logKey(rev), encodeLog(logModified, o.proto, prevProto), nil)
 	} else {
 		for _, k := range newIdx {
 			_ = b.Set(k, nil, nil)
 		}
-		_ = b.Set(logKey(rev), encodeLog(logAdded, o.proto, nil), nil)
+		_ = b.Set(logKey(rev), encodeLogRef(sfx), nil)
 		s.count++
+		s.presence.add(key)
 	}
 	s.rev = rev
 	o.ev.ResourceVersion = strconv.FormatInt(rev, 10)
@@ -406,6 +419,7 @@ func (s *Store) remove(g *group, o *op, key []byte, cur *objState) error {
 	_ = b.Set(logKey(rev), encodeLog(logDeleted, cur.proto, nil), nil)
 	s.rev = rev
 	s.count--
+	s.presence.remove(key)
 	deleted := withRevision(last, rev)
 	o.result = deleted
 	g.states[string(key)] = &objState{}
@@ -430,4 +444,16 @@ func containsKey(keys [][]byte, k []byte) bool {
 		}
 	}
 	return false
+}
+
+// rebuildPresence reloads the presence set after a failed commit, whose
+// staged adds and removes did not happen. If even that read fails, every
+// key is treated as maybe present: correct, only slower.
+func (s *Store) rebuildPresence() *presence {
+	p, err := loadPresence(s.db)
+	if err != nil {
+		s.log.Error("rebuilding the key set after a failed commit; falling back to reads", "err", err)
+		return &presence{unknown: true}
+	}
+	return p
 }

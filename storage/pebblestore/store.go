@@ -34,14 +34,17 @@ type Store struct {
 	wg        sync.WaitGroup // committer, maintenance loop, watchers
 
 	// Committer-owned state.
-	rev   int64 // last assigned revision
-	count int64 // stored events
+	rev      int64 // last assigned revision
+	count    int64 // stored events
+	presence *presence
 
 	// Published state.
 	durableRev atomic.Int64
 	oldestRev  atomic.Int64 // oldest revision the change log holds
 	events     atomic.Int64
 	expired    atomic.Int64
+	commits    atomic.Int64
+	committed  atomic.Int64
 
 	viewMu   sync.Mutex
 	view     *view           // newest durable snapshot
@@ -106,6 +109,9 @@ func Open(opts Options) (*Store, error) {
 				s.oldestRev.Store(oldest)
 			}
 		}
+	}
+	if err == nil {
+		s.presence, err = loadPresence(db)
 	}
 	if err != nil {
 		db.Close()
@@ -219,10 +225,12 @@ func (s *Store) Revision() int64 { return s.durableRev.Load() }
 // Stats implements storage.Interface.
 func (s *Store) Stats() storage.Stats {
 	return storage.Stats{
-		Events:         s.events.Load(),
-		Bytes:          int64(s.db.Metrics().DiskSpaceUsage()),
-		Expired:        s.expired.Load(),
-		OldestRevision: s.oldestRev.Load(),
+		Events:          s.events.Load(),
+		Bytes:           int64(s.db.Metrics().DiskSpaceUsage()),
+		Expired:         s.expired.Load(),
+		OldestRevision:  s.oldestRev.Load(),
+		Commits:         s.commits.Load(),
+		CommittedWrites: s.committed.Load(),
 	}
 }
 
@@ -287,4 +295,12 @@ func (q quietLogger) Errorf(format string, args ...any) {
 func (q quietLogger) Fatalf(format string, args ...any) {
 	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	panic(fmt.Sprintf(format, args...))
+}
+
+// WrittenBytes is what pebble has written to disk since start: the WAL,
+// flushes and compactions. Per write, it measures the store's I/O work.
+func (s *Store) WrittenBytes() int64 {
+	m := s.db.Metrics()
+	t := m.Total()
+	return int64(m.WAL.BytesWritten + t.TableBytesFlushed + t.TableBytesCompacted + t.BlobBytesFlushed + t.BlobBytesCompacted)
 }

@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -20,6 +21,12 @@ type entry struct {
 	typ  watch.EventType
 	obj  *corev1.Event
 	prev *corev1.Event
+	// sameSelection: a MODIFIED whose previous state was not logged
+	// because every selector treats it like obj.
+	sameSelection bool
+	// skip, when set, is the "<ns>/<name>" of a create read back from the
+	// log whose object has changed since; the entry carries no object.
+	skip string
 }
 
 // hub keeps the most recent changes in a ring, in revision order with no
@@ -83,6 +90,17 @@ func (s *Store) readLog(from int64, max int, buf []entry) ([]entry, error) {
 		return buf, err
 	}
 	defer it.Close()
+	resolve := func(sfx []byte) (*corev1.Event, int64, error) {
+		val, closer, err := v.snap.Get(append([]byte{prefixObject}, sfx...))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil, 0, nil
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		defer closer.Close()
+		return decodeObject(val)
+	}
 	want := from
 	for ok := it.First(); ok && len(buf) < max; ok = it.Next() {
 		rev := revOfLogKey(it.Key())
@@ -94,7 +112,7 @@ func (s *Store) readLog(from int64, max int, buf []entry) ([]entry, error) {
 		if err != nil {
 			return buf, err
 		}
-		e, err := decodeLog(rev, val)
+		e, err := decodeLog(rev, val, resolve)
 		if err != nil {
 			return buf, err
 		}
@@ -124,6 +142,11 @@ type watcher struct {
 	once sync.Once
 	ctx  context.Context
 	next int64 // next revision to look at
+	// skipped holds objects whose creation was read back from the log
+	// after they had changed: their next change is delivered as ADDED
+	// (the first state this watch sees of them), or dropped if it is their
+	// deletion. Only watches catching up from the log ever use it.
+	skipped map[string]bool
 }
 
 // watchBuffer is the channel depth between a watcher and its consumer.
@@ -216,6 +239,9 @@ func (w *watcher) run(initial *view) {
 		}
 		for _, e := range batch {
 			w.next = e.rev + 1
+			if !w.coalesce(&e) {
+				continue
+			}
 			if ev, ok := w.filter(e); ok {
 				if !w.send(ev) {
 					return
@@ -273,6 +299,34 @@ func (s *Store) revisionOf(ev *corev1.Event) int64 {
 	return r
 }
 
+// coalesce applies the bookkeeping of skipped creations to e and reports
+// whether e is still to be delivered.
+func (w *watcher) coalesce(e *entry) bool {
+	if e.skip != "" {
+		if w.skipped == nil {
+			w.skipped = map[string]bool{}
+		}
+		w.skipped[e.skip] = true
+		return false
+	}
+	if len(w.skipped) == 0 {
+		return true
+	}
+	key := e.obj.Namespace + "/" + e.obj.Name
+	if !w.skipped[key] {
+		return true
+	}
+	delete(w.skipped, key)
+	switch e.typ {
+	case watch.Modified:
+		e.typ, e.prev, e.sameSelection = watch.Added, nil, false
+		return true
+	case watch.Deleted:
+		return false // created and deleted while this watch was away
+	}
+	return true
+}
+
 // filter turns a change into what this watch sees: a change that moves an
 // object into the selection is ADDED, out of it DELETED (carrying the old
 // state at the new revision), as kube-apiserver's etcd watcher does.
@@ -281,7 +335,7 @@ func (w *watcher) filter(e entry) (storage.Event, bool) {
 	cur := sel.Matches(e.obj)
 	switch e.typ {
 	case watch.Modified:
-		old := e.prev != nil && sel.Matches(e.prev)
+		old := e.prev != nil && sel.Matches(e.prev) || e.sameSelection && cur
 		switch {
 		case cur && old:
 			return storage.Event{Type: watch.Modified, Object: e.obj, Revision: e.rev}, true

@@ -59,6 +59,7 @@ func Run(t *testing.T, h Harness) {
 		{"WatchSelectorTransitions", testWatchTransitions},
 		{"WatchCompacted", testWatchCompacted},
 		{"WatchLagging", testWatchLagging},
+		{"WatchCatchUpConsistent", testWatchCatchUpConsistent},
 		{"WatchProgress", testWatchProgress},
 		{"TTL", testTTL},
 		{"Reopen", testReopen},
@@ -656,6 +657,88 @@ func testWatchLagging(t *testing.T, h Harness) {
 	}
 }
 
+// testWatchCatchUpConsistent: a watcher that falls far behind while
+// objects are created, modified and deleted must, once caught up, have
+// seen a consistent history: no change for an object before its ADDED,
+// revisions increasing, and its picture equal to the store's.
+func testWatchCatchUpConsistent(t *testing.T, h Harness) {
+	f := open(t, h, nil)
+	f.create(ev("default", "before"))
+	w, err := f.s.Watch(f.ctx, storage.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// Fillers first: the watcher buffers what it can and then blocks, so
+	// the changes below reach it only after they are no longer recent.
+	for i := 0; i < 1000; i++ {
+		f.create(ev("default", fmt.Sprintf("early%04d", i)))
+	}
+	for i := 0; i < 100; i++ {
+		f.create(ev("default", fmt.Sprintf("e%03d", i)))
+	}
+	for i := 0; i < 50; i++ {
+		if _, err := f.s.Update(f.ctx, ev("default", fmt.Sprintf("e%03d", i), func(e *corev1.Event) { e.Count = int32(i + 2) }), storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 50; i < 75; i++ {
+		if _, err := f.s.Delete(f.ctx, "default", fmt.Sprintf("e%03d", i), storage.Preconditions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.s.Delete(f.ctx, "default", "before", storage.Preconditions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5000; i++ { // more than any backend keeps in memory
+		f.create(ev("default", fmt.Sprintf("filler%04d", i)))
+	}
+	final := f.s.Revision()
+	seen := map[string]*corev1.Event{"default/before": {}} // existed when the watch began
+	last := int64(0)
+	for last < final {
+		e := recv(t, w)
+		if e.Err != nil {
+			t.Fatal(e.Err)
+		}
+		if e.Revision <= last {
+			t.Fatalf("revision %d after %d", e.Revision, last)
+		}
+		last = e.Revision
+		key := e.Object.Namespace + "/" + e.Object.Name
+		switch e.Type {
+		case watch.Added:
+			if seen[key] != nil {
+				t.Fatalf("ADDED %s twice", key)
+			}
+			seen[key] = e.Object
+		case watch.Modified:
+			if seen[key] == nil {
+				t.Fatalf("MODIFIED %s before its ADDED", key)
+			}
+			seen[key] = e.Object
+		case watch.Deleted:
+			if seen[key] == nil {
+				t.Fatalf("DELETED %s it never saw", key)
+			}
+			delete(seen, key)
+		}
+	}
+	res, err := f.s.List(f.ctx, storage.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Items) != len(seen) {
+		t.Fatalf("the watch's picture has %d objects, the store %d", len(seen), len(res.Items))
+	}
+	for _, it := range res.Items {
+		got := seen[it.Namespace+"/"+it.Name]
+		if got == nil || got.ResourceVersion != it.ResourceVersion || got.Count != it.Count {
+			t.Fatalf("%s: watch saw %+v, store has revision %s count %d", it.Name, got, it.ResourceVersion, it.Count)
+		}
+	}
+}
+
 func testWatchProgress(t *testing.T, h Harness) {
 	f := open(t, h, nil)
 	f.create(ev("default", "a"))
@@ -804,6 +887,12 @@ func testReopen(t *testing.T, h Harness) {
 	out, err := s.Create(ctx, ev("default", "next"), storage.WriteOptions{})
 	if err != nil || rev(t, out) != before+1 {
 		t.Fatalf("revision after reopen: %v %v, want %d", out, err, before+1)
+	}
+	// Keys written before the restart are known to exist.
+	for _, name := range []string{"e000", "e199"} {
+		if _, err := s.Create(ctx, ev("default", name), storage.WriteOptions{}); !errors.Is(err, storage.ErrExists) {
+			t.Fatalf("create of %s, stored before the restart: got %v, want ErrExists", name, err)
+		}
 	}
 }
 

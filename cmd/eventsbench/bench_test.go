@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubevents/kubevents/internal/eventsdtest"
+)
+
+// TestMain lets the orchestrator re-execute the test binary as its echo
+// child, as it re-executes eventsbench itself.
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(execute(os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// TestRunTiny runs the whole orchestration at a tiny scale against a real
+// eventsd: echo and eventsd with 2 clients for a second, a fill of 2,000
+// events of which 10 are about the target pod, and the list finding them.
+func TestRunTiny(t *testing.T) {
+	bin := eventsdtest.Binary(t)
+	out := filepath.Join(t.TempDir(), "results.json")
+	cfg := runConfig{
+		Eventsd: bin, Out: out, Command: "eventsbench run (test)",
+		Clients: []int{2}, Duration: time.Second, Warmup: 200 * time.Millisecond, Namespaces: 3, Objects: 20,
+		FillSteps: []int64{2000}, FillClients: 8, TargetCount: 10, ListRepeat: 5,
+		DataParent: t.TempDir(), Timeout: 2 * time.Minute, Log: testLog{t},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := runBench(ctx, cfg)
+	if rep != nil {
+		var md bytes.Buffer
+		printReport(&md, rep)
+		t.Logf("report:\n%s", md.String())
+		if werr := writeReport(out, rep); werr != nil {
+			t.Fatal(werr)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if len(rep.Create) != 1 {
+		t.Fatalf("got %d create comparisons, want 1", len(rep.Create))
+	}
+	p := rep.Create[0]
+	for name, r := range map[string]*createResult{"echo": p.Echo, "eventsd": p.Eventsd} {
+		switch {
+		case r == nil:
+			t.Fatalf("%s: no result", name)
+		case r.Requests == 0 || r.CreatesPerSec <= 0:
+			t.Errorf("%s: no requests measured: %+v", name, r)
+		case r.Errors != 0:
+			t.Errorf("%s: %d errors: %s", name, r.Errors, r.FirstError)
+		case r.Connections != 2:
+			t.Errorf("%s: %d connections, want one per client", name, r.Connections)
+		case r.ServerCPUMsPerReq == nil:
+			t.Errorf("%s: no server CPU", name)
+		case r.P50Ms <= 0 || r.P99Ms < r.P50Ms:
+			t.Errorf("%s: bad latencies %+v", name, r.latencies)
+		}
+	}
+	if p.RatioCreatesPerSec <= 0 {
+		t.Errorf("ratio %v", p.RatioCreatesPerSec)
+	}
+
+	if len(rep.Storage) != 1 {
+		t.Fatalf("got %d storage points, want 1", len(rep.Storage))
+	}
+	sp := rep.Storage[0]
+	if sp.Fill == nil || sp.Fill.Created != 2000 || sp.Fill.Errors != 0 {
+		t.Errorf("fill: %+v", sp.Fill)
+	}
+	for _, l := range []*listResult{sp.ListAfterFill, sp.ListSettled} {
+		if l == nil || l.Items != 10 || l.Repeat != 5 {
+			t.Errorf("list: %+v, want 10 items", l)
+		}
+	}
+	if sp.RSSSettled <= 0 || sp.DiskSettled.Bytes <= 0 || sp.DiskBytesPerEvent <= 0 {
+		t.Errorf("RSS %d, disk %+v", sp.RSSSettled, sp.DiskSettled)
+	}
+	if n := sp.Metrics["eventsd_stored_events"]; n != 2000 {
+		t.Errorf("eventsd reports %v stored events, want 2000", n)
+	}
+	if len(rep.Goals) == 0 {
+		t.Error("no goals checked")
+	}
+
+	var back runReport
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Create) != 1 || back.Create[0].Eventsd.Requests != p.Eventsd.Requests {
+		t.Errorf("JSON report does not round-trip: %s", b)
+	}
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}
+
+func TestEchoHandler(t *testing.T) {
+	srv := httptest.NewServer(echoHandler())
+	defer srv.Close()
+	body := `{"kind":"Event","apiVersion":"v1","metadata":{"name":"a.1","namespace":"ns"}}`
+	resp, err := http.Post(srv.URL+"/api/v1/namespaces/ns/events", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	_, _ = got.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Content-Type") != "application/json" || got.String() != body {
+		t.Errorf("POST events: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), got.String())
+	}
+	for _, c := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1/namespaces/ns/events"},
+		{http.MethodPost, "/api/v1/namespaces//events"},
+		{http.MethodPost, "/api/v1/namespaces/ns/events/x"},
+		{http.MethodPost, "/apis/events.k8s.io/v1/namespaces/ns/events"},
+		{http.MethodPost, "/api/v1/events"},
+	} {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s %s: %d, want 404", c.method, c.path, resp.StatusCode)
+		}
+	}
+}
+
+func TestFillPlan(t *testing.T) {
+	for _, c := range []struct{ total, target, perPod int64 }{
+		{2000, 10, 50}, {50_000, 50, 50}, {950_000, 0, 50}, {7, 7, 50}, {101, 1, 50}, {1, 0, 1},
+	} {
+		p := newFillPlan(c.total, c.target, c.perPod)
+		var targets int64
+		perPod := map[int64]int64{}
+		for i := range c.total {
+			isTarget, pod := p.at(i)
+			if isTarget {
+				targets++
+				continue
+			}
+			if pod < 0 || pod >= p.pods {
+				t.Fatalf("%+v: event %d about pod %d of %d", c, i, pod, p.pods)
+			}
+			perPod[pod]++
+		}
+		if targets != c.target {
+			t.Errorf("%+v: %d target events", c, targets)
+		}
+		for pod, n := range perPod {
+			if n > c.perPod {
+				t.Errorf("%+v: pod %d has %d events", c, pod, n)
+			}
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	var s []time.Duration
+	for i := 100; i >= 1; i-- {
+		s = append(s, time.Duration(i)*time.Millisecond)
+	}
+	l := summarize(s)
+	if l.P50Ms != 50 || l.P90Ms != 90 || l.P99Ms != 99 || l.MaxMs != 100 {
+		t.Errorf("%+v", l)
+	}
+}

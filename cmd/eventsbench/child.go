@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// childEnv marks a process as started by run: the test binary, re-executed
+// as a child, runs the eventsbench command line instead of its tests.
+const childEnv = "EVENTSBENCH_CHILD"
+
+// child is a server process run by the orchestrator.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // exit status, once done is closed
+	logs *tailBuffer
+	// URL is where it serves.
+	URL string
+}
+
+// startChild starts path with args and waits until a line of its output
+// matches urlRE (whose first group is the base URL) and, if readyPath is
+// set, until GET readyPath answers 200. The child is in its own process
+// group, so that a Ctrl-C at the terminal reaches only the orchestrator,
+// which stops it; and it gets SIGKILL if the orchestrator dies without
+// stopping it (Pdeathsig).
+func startChild(ctx context.Context, name, path string, args []string, urlRE *regexp.Regexp, readyPath string) (*child, error) {
+	c := &child{name: name, done: make(chan struct{}), logs: &tailBuffer{max: 64 << 10}}
+	c.cmd = exec.Command(path, args...)
+	c.cmd.Env = append(os.Environ(), childEnv+"=1")
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := c.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	found := make(chan string, 1)
+	var readers sync.WaitGroup
+	for _, r := range []io.Reader{stdout, stderr} {
+		readers.Go(func() {
+			sc := bufio.NewScanner(r)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				line := sc.Text()
+				c.logs.WriteLine(line)
+				if m := urlRE.FindStringSubmatch(line); m != nil {
+					select {
+					case found <- m[1]:
+					default:
+					}
+				}
+			}
+			_, _ = io.Copy(io.Discard, r)
+		})
+	}
+	go func() {
+		readers.Wait() // Wait must follow the reads of the pipes
+		c.err = c.cmd.Wait()
+		close(c.done)
+	}()
+
+	timeout := time.NewTimer(30 * time.Second)
+	defer timeout.Stop()
+	select {
+	case c.URL = <-found:
+	case <-c.done:
+		return nil, fmt.Errorf("%s exited before serving: %v\n%s", name, c.err, c.logs)
+	case <-timeout.C:
+		c.stop()
+		return nil, fmt.Errorf("%s did not start serving within 30s\n%s", name, c.logs)
+	case <-ctx.Done():
+		c.stop()
+		return nil, ctx.Err()
+	}
+	if readyPath != "" {
+		if err := c.waitReady(ctx, readyPath); err != nil {
+			c.stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *child) waitReady(ctx context.Context, path string) error {
+	hc := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := hc.Get(c.URL + path); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-c.done:
+			return fmt.Errorf("%s exited before it was ready: %v\n%s", c.name, c.err, c.logs)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s at %s not ready within 30s\n%s", c.name, c.URL, c.logs)
+}
+
+// pid is the child's process id.
+func (c *child) pid() int { return c.cmd.Process.Pid }
+
+// exited returns an error describing the exit if the child has ended.
+func (c *child) exited() error {
+	select {
+	case <-c.done:
+		return fmt.Errorf("%s exited unexpectedly: %v\n%s", c.name, c.err, c.logs)
+	default:
+		return nil
+	}
+}
+
+// stop asks the child to stop (SIGTERM), kills it after 60 seconds, and
+// returns an error unless it exited 0 when asked. It may be called again.
+func (c *child) stop() error {
+	select {
+	case <-c.done:
+		return c.exitErr()
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+		return c.exitErr()
+	case <-time.After(60 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return fmt.Errorf("%s did not exit within 60s of SIGTERM; killed\n%s", c.name, c.logs)
+	}
+}
+
+func (c *child) exitErr() error {
+	if c.err != nil {
+		return fmt.Errorf("%s: %w\n%s", c.name, c.err, c.logs)
+	}
+	return nil
+}
+
+// scrapeMetrics returns the unlabelled samples of a Prometheus text
+// exposition at c.URL/metrics.
+func (c *child) scrapeMetrics(ctx context.Context) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' || strings.ContainsRune(line, '{') {
+			continue
+		}
+		name, val, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			out[name] = f
+		}
+	}
+	return out, sc.Err()
+}
+
+// tailBuffer keeps the last max bytes of a child's output lines.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) WriteLine(line string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(append(t.b, line...), '\n')
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// stopAll stops children, joining their errors.
+func stopAll(cs ...*child) error {
+	var errs []error
+	for _, c := range cs {
+		if c != nil {
+			errs = append(errs, c.stop())
+		}
+	}
+	return errors.Join(errs...)
+}

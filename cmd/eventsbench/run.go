@@ -1,0 +1,543 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// runConfig configures the orchestrated benchmark.
+type runConfig struct {
+	// Eventsd is the eventsd binary.
+	Eventsd string
+	// Self is the eventsbench binary, started as "self echo"; the running
+	// executable when empty.
+	Self string
+	// Out is the JSON report's path; none when empty.
+	Out   string
+	Quick bool
+	// Command is the command line, for the report.
+	Command string
+
+	Clients []int
+	// Wires are the wire formats the create benchmark is run with.
+	Wires      []string
+	Duration   time.Duration
+	Warmup     time.Duration
+	Namespaces int
+	Objects    int
+
+	// FillSteps are the stored-event counts at which list latency, RSS and
+	// disk use are measured; the first fill includes TargetCount events
+	// about the target pod.
+	FillSteps   []int64
+	FillClients int
+	TargetCount int64
+	ListRepeat  int
+	// After each fill step, wait at least SettleMin and then until
+	// eventsd's CPU use drops below 5% of a core, at most SettleMax.
+	SettleMin, SettleMax time.Duration
+
+	// DataParent holds the temporary data directories.
+	DataParent string
+	KeepData   bool
+	Timeout    time.Duration
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// upstream figures from the issue: kube-apiserver + etcd in kind on this
+// machine (2 cores).
+var upstream = map[string]string{
+	"creates_per_s_64":       "~1,400/s (p99 ~95 ms)",
+	"creates_per_s_1":        "~590/s",
+	"server_cpu_ms_per_req":  "~1.2 ms",
+	"list_one_object_50k_ms": "~650 ms",
+	"echo_ceiling_64":        "~6,700/s, ~0.08 ms CPU/req",
+}
+
+// runReport is everything a run measured.
+type runReport struct {
+	Command    string    `json:"command"`
+	Executable string    `json:"executable"`
+	Eventsd    string    `json:"eventsd"`
+	Started    time.Time `json:"started"`
+	ElapsedS   float64   `json:"elapsed_s"`
+	Quick      bool      `json:"quick"`
+	Machine    machine   `json:"machine"`
+	// LoadAvg is /proc/loadavg at the start and the end: other work on
+	// the machine skews the figures.
+	LoadAvgStart string            `json:"loadavg_start"`
+	LoadAvgEnd   string            `json:"loadavg_end"`
+	Settings     map[string]any    `json:"settings"`
+	Create       []createPair      `json:"create"`
+	Storage      []storagePoint    `json:"storage"`
+	Goals        []goalCheck       `json:"goals"`
+	Upstream     map[string]string `json:"upstream_reference"`
+	Notes        []string          `json:"notes,omitempty"`
+	Error        string            `json:"error,omitempty"`
+}
+
+// createPair compares echo and eventsd at one client count.
+type createPair struct {
+	Wire    string        `json:"wire"`
+	Clients int           `json:"clients"`
+	Echo    *createResult `json:"echo"`
+	Eventsd *createResult `json:"eventsd"`
+	// Ratios are eventsd / echo.
+	RatioCreatesPerSec float64  `json:"ratio_creates_per_s"`
+	RatioP50           float64  `json:"ratio_p50"`
+	RatioP99           float64  `json:"ratio_p99"`
+	RatioServerCPU     *float64 `json:"ratio_server_cpu_per_req,omitempty"`
+}
+
+// storagePoint is what was measured with Events stored.
+type storagePoint struct {
+	Events int64       `json:"events"`
+	Fill   *fillResult `json:"fill"`
+	// Right after the fill.
+	ListAfterFill *listResult `json:"list_after_fill,omitempty"`
+	RSSAfterFill  int64       `json:"rss_after_fill_bytes"`
+	PeakRSS       int64       `json:"peak_rss_bytes"`
+	DiskAfterFill diskUsage   `json:"disk_after_fill"`
+	// After background work settled.
+	SettleS           float64            `json:"settle_s"`
+	ListSettled       *listResult        `json:"list_settled,omitempty"`
+	RSSSettled        int64              `json:"rss_settled_bytes"`
+	DiskSettled       diskUsage          `json:"disk_settled"`
+	RSSBytesPerEvent  float64            `json:"rss_bytes_per_event"`
+	DiskBytesPerEvent float64            `json:"disk_bytes_per_event"`
+	Metrics           map[string]float64 `json:"eventsd_metrics,omitempty"`
+}
+
+// goalCheck is one of the issue's goals.
+type goalCheck struct {
+	Goal     string `json:"goal"`
+	Target   string `json:"target"`
+	Measured string `json:"measured"`
+	Upstream string `json:"upstream,omitempty"`
+	Pass     bool   `json:"pass"`
+	Note     string `json:"note,omitempty"`
+}
+
+func newRunCommand() *cobra.Command {
+	cfg := runConfig{
+		Clients: []int{1, 8, 64}, Duration: 10 * time.Second, Warmup: 2 * time.Second, Namespaces: 10, Objects: 1000,
+		FillSteps: []int64{50_000, 1_000_000}, FillClients: 64, TargetCount: 50, ListRepeat: 50,
+		SettleMin: 5 * time.Second, SettleMax: 60 * time.Second, Timeout: 60 * time.Minute, Log: os.Stderr,
+	}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Benchmark eventsd against the echo server in one run and report both",
+		Long: `run starts "eventsbench echo" and eventsd (fresh temporary data directory,
+--event-ttl=24h) on 127.0.0.1 and, for each client count, runs the create
+benchmark against echo and then eventsd, with each server's CPU time. Then,
+on a fresh eventsd, it fills 50,000 events (50 about one pod) and 1,000,000
+in all, and at each step measures the list of that pod's events, eventsd's
+RSS and its data directory's size, right after the fill and once background
+work has settled. It prints a markdown report and writes it as JSON.
+
+--quick measures 3 s after 1 s of warmup and stops filling at 50,000.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f := cmd.Flags()
+			if cfg.Quick {
+				if !f.Changed("duration") {
+					cfg.Duration = 3 * time.Second
+				}
+				if !f.Changed("warmup") {
+					cfg.Warmup = time.Second
+				}
+				if !f.Changed("fill-steps") {
+					cfg.FillSteps = []int64{50_000}
+				}
+				if !f.Changed("settle-max") {
+					cfg.SettleMax = 20 * time.Second
+				}
+			}
+			cfg.Command = shellJoin(append([]string{"eventsbench"}, os.Args[1:]...))
+			rep, err := runBench(cmd.Context(), cfg)
+			if rep != nil {
+				printReport(cmd.OutOrStdout(), rep)
+				if cfg.Out != "" {
+					if werr := writeReport(cfg.Out, rep); werr != nil {
+						err = errors.Join(err, werr)
+					}
+				}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Eventsd, "eventsd", "", "Path of the eventsd binary (go build -o eventsd ./cmd/eventsd).")
+	f.StringVar(&cfg.Out, "out", "", "Write the JSON report here.")
+	f.BoolVar(&cfg.Quick, "quick", false, "Short intervals and fill to 50,000 only.")
+	f.IntSliceVar(&cfg.Clients, "clients", cfg.Clients, "Client counts of the create benchmark.")
+	f.StringSliceVar(&cfg.Wires, "wires", []string{wireProtobuf, wireJSON}, "Wire formats of the create benchmark: protobuf (client-go's default) and/or json (kubectl's).")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "Measured interval of each create benchmark (--quick: 3s).")
+	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "Warmup before each measured interval (--quick: 1s).")
+	f.IntVar(&cfg.Namespaces, "namespaces", cfg.Namespaces, "Namespaces the pods are spread over.")
+	f.IntVar(&cfg.Objects, "objects", cfg.Objects, "Pods the create benchmark's events are about.")
+	f.Int64SliceVar(&cfg.FillSteps, "fill-steps", cfg.FillSteps, "Stored-event counts to measure at (--quick: 50000).")
+	f.IntVar(&cfg.FillClients, "fill-clients", cfg.FillClients, "Concurrent clients of the fill.")
+	f.Int64Var(&cfg.TargetCount, "target-count", cfg.TargetCount, "Events about the listed pod.")
+	f.IntVar(&cfg.ListRepeat, "list-repeat", cfg.ListRepeat, "Lists per measurement.")
+	f.DurationVar(&cfg.SettleMin, "settle-min", cfg.SettleMin, "Least wait after a fill before the settled measurements.")
+	f.DurationVar(&cfg.SettleMax, "settle-max", cfg.SettleMax, "Most wait for eventsd's CPU use to drop below 5% after a fill (--quick: 20s).")
+	f.StringVar(&cfg.DataParent, "data-parent", "", "Directory for the temporary data directories (default: the system temp dir); its filesystem matters for fsync.")
+	f.BoolVar(&cfg.KeepData, "keep-data", false, "Keep the data directories.")
+	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "Give up after this long.")
+	_ = cmd.MarkFlagRequired("eventsd")
+	return cmd
+}
+
+var (
+	echoURLRE    = regexp.MustCompile(`^listening on (http://\S+)`)
+	eventsdURLRE = regexp.MustCompile(`msg="eventsd serving" addr=\S+ url=(\S+)`)
+)
+
+func (cfg *runConfig) logf(format string, args ...any) {
+	if cfg.Log != nil {
+		fmt.Fprintf(cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+}
+
+// runBench runs everything. The report it returns (also with an error)
+// holds what was measured until then.
+func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
+	if cfg.Eventsd == "" {
+		return nil, errors.New("--eventsd is required")
+	}
+	eventsd, err := filepath.Abs(cfg.Eventsd)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(eventsd); err != nil {
+		return nil, fmt.Errorf("--eventsd: %w", err)
+	}
+	self := cfg.Self
+	if self == "" {
+		if self, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	for i, s := range cfg.FillSteps {
+		if s < 1 || (i > 0 && s <= cfg.FillSteps[i-1]) || (i == 0 && s < cfg.TargetCount) {
+			return nil, errors.New("--fill-steps must increase, the first at least --target-count")
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+
+	parent, err := os.MkdirTemp(cfg.DataParent, "eventsbench-")
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.KeepData {
+		defer os.RemoveAll(parent)
+	}
+	started := time.Now()
+	rep = &runReport{
+		Command: cfg.Command, Executable: self, Eventsd: eventsd, Started: started, Quick: cfg.Quick,
+		Machine: machineInfo(parent), Upstream: upstream, LoadAvgStart: loadAvg(),
+		Settings: map[string]any{
+			"clients": cfg.Clients, "wires": cfg.Wires, "duration_s": cfg.Duration.Seconds(), "warmup_s": cfg.Warmup.Seconds(),
+			"namespaces": cfg.Namespaces, "objects": cfg.Objects, "fill_steps": cfg.FillSteps,
+			"fill_clients": cfg.FillClients, "target_count": cfg.TargetCount, "list_repeat": cfg.ListRepeat,
+			"settle_min_s": cfg.SettleMin.Seconds(), "settle_max_s": cfg.SettleMax.Seconds(),
+			"eventsd_args": "--event-ttl=24h", "data_parent": parent,
+		},
+	}
+	defer func() {
+		rep.ElapsedS = round3(time.Since(started).Seconds())
+		rep.LoadAvgEnd = loadAvg()
+		rep.Goals = goals(rep, cfg)
+		if err != nil {
+			rep.Error = err.Error()
+		}
+	}()
+
+	if err := cfg.createPhase(ctx, rep, self, eventsd, filepath.Join(parent, "create")); err != nil {
+		return rep, err
+	}
+	if len(cfg.FillSteps) > 0 {
+		if err := cfg.storagePhase(ctx, rep, eventsd, filepath.Join(parent, "fill")); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+func startEventsd(ctx context.Context, bin, dataDir string) (*child, error) {
+	return startChild(ctx, "eventsd", bin,
+		[]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--event-ttl", "24h"}, eventsdURLRE, "/readyz")
+}
+
+// createPhase compares echo and eventsd at each client count.
+func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eventsdBin, dataDir string) (err error) {
+	if len(cfg.Wires) == 0 {
+		cfg.Wires = []string{wireProtobuf}
+	}
+	for _, w := range cfg.Wires {
+		if err := checkWire(w); err != nil {
+			return err
+		}
+	}
+	if len(cfg.Clients) == 0 {
+		return nil
+	}
+	echo, err := startChild(ctx, "echo", self, []string{"echo", "--listen", "127.0.0.1:0"}, echoURLRE, "")
+	if err != nil {
+		return err
+	}
+	ev, err := startEventsd(ctx, eventsdBin, dataDir)
+	if err != nil {
+		return errors.Join(err, echo.stop())
+	}
+	defer func() { err = errors.Join(err, stopAll(echo, ev)) }()
+	cfg.logf("echo at %s (pid %d), eventsd at %s (pid %d, data %s)", echo.URL, echo.pid(), ev.URL, ev.pid(), dataDir)
+
+	for _, wire := range cfg.Wires {
+		for _, n := range cfg.Clients {
+			pair := createPair{Clients: n, Wire: wire}
+			for _, target := range []*child{echo, ev} {
+				cfg.logf("create: %d clients against %s for %s after %s warmup", n, target.name, cfg.Duration, cfg.Warmup)
+				res, err := runCreate(ctx, createConfig{
+					Server: target.URL, Clients: n, Duration: cfg.Duration, Warmup: cfg.Warmup,
+					Namespaces: cfg.Namespaces, Objects: cfg.Objects, PID: target.pid(), PodPrefix: fmt.Sprintf("%s-c%d-pod", wire, n), Wire: wire,
+				})
+				if err == nil {
+					err = target.exited()
+				}
+				if err != nil {
+					if pair.Echo != nil {
+						rep.Create = append(rep.Create, pair)
+					}
+					return fmt.Errorf("create benchmark, %d clients, against %s: %w", n, target.name, err)
+				}
+				cfg.logf("  %.0f creates/s, p50 %.2f ms, p99 %.2f ms, server CPU %s ms/req, %d errors",
+					res.CreatesPerSec, res.P50Ms, res.P99Ms, fmtPtr(res.ServerCPUMsPerReq, 4), res.Errors)
+				if res.Errors > 0 {
+					rep.Notes = append(rep.Notes, fmt.Sprintf("%s, %d clients: %d errors, the first: %s", target.name, n, res.Errors, res.FirstError))
+				}
+				if target == echo {
+					pair.Echo = res
+				} else {
+					pair.Eventsd = res
+				}
+			}
+			pair.RatioCreatesPerSec = ratio(pair.Eventsd.CreatesPerSec, pair.Echo.CreatesPerSec)
+			pair.RatioP50 = ratio(pair.Eventsd.P50Ms, pair.Echo.P50Ms)
+			pair.RatioP99 = ratio(pair.Eventsd.P99Ms, pair.Echo.P99Ms)
+			if a, b := pair.Eventsd.ServerCPUMsPerReq, pair.Echo.ServerCPUMsPerReq; a != nil && b != nil {
+				r := ratio(*a, *b)
+				pair.RatioServerCPU = &r
+			}
+			rep.Create = append(rep.Create, pair)
+		}
+	}
+	return nil
+}
+
+// storagePhase fills a fresh eventsd step by step and measures at each.
+func (cfg *runConfig) storagePhase(ctx context.Context, rep *runReport, eventsdBin, dataDir string) (err error) {
+	ev, err := startEventsd(ctx, eventsdBin, dataDir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, ev.stop()) }()
+	cfg.logf("fresh eventsd at %s (pid %d, data %s)", ev.URL, ev.pid(), dataDir)
+	const targetPod = "target-pod"
+	targetNS := namespaceName(0)
+	var stored int64
+	for i, step := range cfg.FillSteps {
+		sp := storagePoint{Events: step}
+		fc := fillConfig{Wire: wireProtobuf,
+			Server: ev.URL, Total: step - stored, Clients: cfg.FillClients, Namespaces: cfg.Namespaces,
+			Namespace: targetNS, TargetPod: targetPod, PerPod: 50, PodPrefix: fmt.Sprintf("fill%d-pod", i),
+			PID: ev.pid(), Progress: cfg.Log, ProgressEvery: 15 * time.Second,
+		}
+		if i == 0 {
+			fc.TargetCount = cfg.TargetCount
+		}
+		cfg.logf("fill: %d events (%d about %s/%s) to %d stored, %d clients", fc.Total, fc.TargetCount, targetNS, targetPod, step, fc.Clients)
+		res, err := runFill(ctx, fc)
+		sp.Fill = res
+		if err == nil {
+			err = ev.exited()
+		}
+		if err != nil {
+			if res != nil {
+				rep.Storage = append(rep.Storage, sp)
+			}
+			return fmt.Errorf("fill to %d: %w", step, err)
+		}
+		stored = step
+		cfg.logf("  %.0f creates/s, server CPU %s ms/event", res.PerSec, fmtPtr(res.ServerCPUMsPerEvent, 4))
+
+		measure := func() (int64, diskUsage, *listResult, error) {
+			rss, err := procStatus(ev.pid(), "VmRSS")
+			if err != nil {
+				return 0, diskUsage{}, nil, err
+			}
+			du, err := dirUsage(dataDir)
+			if err != nil {
+				return 0, diskUsage{}, nil, err
+			}
+			l, err := runList(ctx, listConfig{Wire: wireProtobuf, Server: ev.URL, Namespace: targetNS, Pod: targetPod, Repeat: cfg.ListRepeat})
+			if err != nil {
+				return 0, diskUsage{}, nil, err
+			}
+			if int64(l.Items) != cfg.TargetCount {
+				return 0, diskUsage{}, nil, fmt.Errorf("listing %s/%s found %d events, want %d", targetNS, targetPod, l.Items, cfg.TargetCount)
+			}
+			return rss, du, l, nil
+		}
+		if sp.RSSAfterFill, sp.DiskAfterFill, sp.ListAfterFill, err = measure(); err != nil {
+			return fmt.Errorf("measuring at %d stored: %w", step, err)
+		}
+		cfg.logf("  after fill: RSS %s, disk %s, list p50 %.2f ms p99 %.2f ms (%d items)",
+			mib(sp.RSSAfterFill), mib(sp.DiskAfterFill.Bytes), sp.ListAfterFill.P50Ms, sp.ListAfterFill.P99Ms, sp.ListAfterFill.Items)
+
+		settleStart := time.Now()
+		if err := settle(ctx, ev.pid(), cfg.SettleMin, cfg.SettleMax); err != nil {
+			return err
+		}
+		sp.SettleS = round3(time.Since(settleStart).Seconds())
+		if sp.RSSSettled, sp.DiskSettled, sp.ListSettled, err = measure(); err != nil {
+			return fmt.Errorf("measuring at %d stored after settling: %w", step, err)
+		}
+		sp.PeakRSS, _ = procStatus(ev.pid(), "VmHWM")
+		sp.RSSBytesPerEvent = round3(float64(sp.RSSSettled) / float64(step))
+		sp.DiskBytesPerEvent = round3(float64(sp.DiskSettled.Bytes) / float64(step))
+		if m, err := ev.scrapeMetrics(ctx); err == nil {
+			sp.Metrics = map[string]float64{}
+			for _, k := range []string{"eventsd_stored_events", "eventsd_storage_bytes", "eventsd_storage_revision",
+				"go_memstats_heap_inuse_bytes", "go_memstats_heap_sys_bytes", "go_memstats_sys_bytes", "go_goroutines"} {
+				if v, ok := m[k]; ok {
+					sp.Metrics[k] = v
+				}
+			}
+			if n, ok := m["eventsd_stored_events"]; ok && int64(n) != step {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("eventsd reports %d stored events after filling %d", int64(n), step))
+			}
+		}
+		cfg.logf("  settled after %.1fs: RSS %s (peak %s), disk %s (%.0f B/event), list p50 %.2f ms p99 %.2f ms",
+			sp.SettleS, mib(sp.RSSSettled), mib(sp.PeakRSS), mib(sp.DiskSettled.Bytes), sp.DiskBytesPerEvent, sp.ListSettled.P50Ms, sp.ListSettled.P99Ms)
+		rep.Storage = append(rep.Storage, sp)
+	}
+	return nil
+}
+
+// settle waits at least min, then until pid uses less than 5% of a core
+// over a second, at most max in all.
+func settle(ctx context.Context, pid int, minWait, maxWait time.Duration) error {
+	start := time.Now()
+	sleepUntil(ctx, start.Add(minWait))
+	for ctx.Err() == nil && time.Since(start) < maxWait {
+		c0, err := procCPU(pid)
+		if err != nil {
+			return err
+		}
+		t0 := time.Now()
+		sleepUntil(ctx, t0.Add(time.Second))
+		c1, err := procCPU(pid)
+		if err != nil {
+			return err
+		}
+		if float64(c1-c0) < 0.05*float64(time.Since(t0)) {
+			break
+		}
+	}
+	return ctx.Err()
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return round3(a / b)
+}
+
+// goals checks the issue's goals against what was measured.
+func goals(rep *runReport, cfg runConfig) []goalCheck {
+	var gs []goalCheck
+	for _, p := range rep.Create {
+		if p.Clients != 64 || p.Echo == nil || p.Eventsd == nil {
+			continue
+		}
+		gs = append(gs, goalCheck{
+			Goal: "creates/s at 64 clients, eventsd / echo", Target: ">= 0.80",
+			Measured: fmt.Sprintf("%.2f (%.0f / %.0f per s)", p.RatioCreatesPerSec, p.Eventsd.CreatesPerSec, p.Echo.CreatesPerSec),
+			Upstream: fmt.Sprintf("%s vs echo %s", upstream["creates_per_s_64"], upstream["echo_ceiling_64"]),
+			Pass:     p.RatioCreatesPerSec >= 0.8,
+		})
+		if c := p.Eventsd.ServerCPUMsPerReq; c != nil {
+			gs = append(gs, goalCheck{
+				Goal: "server CPU per durable create (64 clients)", Target: "<= 0.15 ms",
+				Measured: fmt.Sprintf("%.3f ms", *c), Upstream: upstream["server_cpu_ms_per_req"], Pass: *c <= 0.15,
+			})
+		}
+	}
+	if n := len(rep.Storage); n > 0 {
+		sp := rep.Storage[n-1]
+		note := ""
+		if sp.Events < 1_000_000 {
+			note = fmt.Sprintf("measured with %d stored, not 1,000,000", sp.Events)
+		}
+		if l := sp.ListSettled; l != nil {
+			gs = append(gs, goalCheck{
+				Goal: "list one pod's events among 1M", Target: "<= 5 ms",
+				Measured: fmt.Sprintf("p50 %.2f ms, p99 %.2f ms (%d items)", l.P50Ms, l.P99Ms, l.Items),
+				Upstream: upstream["list_one_object_50k_ms"] + " among 50k", Pass: l.P50Ms <= 5, Note: note,
+			})
+		}
+		if sp.RSSSettled > 0 {
+			gs = append(gs, goalCheck{
+				Goal: "eventsd RSS with 1M stored", Target: "<= 150 MiB",
+				Measured: fmt.Sprintf("%s settled, %s right after the fill, peak %s", mib(sp.RSSSettled), mib(sp.RSSAfterFill), mib(sp.PeakRSS)),
+				Pass:     sp.RSSSettled <= 150<<20 && sp.RSSAfterFill <= 150<<20, Note: note,
+			})
+		}
+	}
+	return gs
+}
+
+func writeReport(path string, rep *runReport) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func fmtPtr(p *float64, prec int) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.*f", prec, *p)
+}
+
+// shellJoin quotes args for a POSIX shell where needed.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			q[i] = a
+		} else {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
