@@ -49,6 +49,11 @@ type Config struct {
 	Version version.Info
 	// Profiling serves Go profiles at /debug/pprof/.
 	Profiling bool
+	// MaxRequestsInflight bounds concurrent gets and lists, and
+	// MaxMutatingRequestsInflight concurrent writes; beyond them requests
+	// get 429 with Retry-After. Watches are not counted. Negative means
+	// unlimited.
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
 }
 
 func (c Config) withDefaults() Config {
@@ -69,6 +74,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MinWatchTimeout <= 0 {
 		c.MinWatchTimeout = DefaultMinWatchTimeout
+	}
+	if c.MaxRequestsInflight == 0 {
+		c.MaxRequestsInflight = DefaultMaxRequestsInflight
+	}
+	if c.MaxMutatingRequestsInflight == 0 {
+		c.MaxMutatingRequestsInflight = DefaultMaxMutatingRequestsInflight
 	}
 	if c.Version.GitVersion == "" {
 		c.Version = DefaultVersion

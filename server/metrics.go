@@ -15,6 +15,7 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	watchers prometheus.Gauge
+	rejected *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, error) {
@@ -32,9 +33,13 @@ func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, er
 			Name: "eventsd_watchers",
 			Help: "Open watch streams.",
 		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventsd_rejected_requests_total",
+			Help: "Requests refused with 429 because their class (readOnly or mutating) had too many in flight.",
+		}, []string{"class"}),
 	}
 	cs := []prometheus.Collector{
-		m.requests, m.latency, m.watchers,
+		m.requests, m.latency, m.watchers, m.rejected,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "eventsd_stored_events", Help: "Events currently stored."},
 			func() float64 { return float64(store.Stats().Events) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "eventsd_expired_events_total", Help: "Events deleted because their TTL passed, since start."},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +26,10 @@ type Server struct {
 	version   []byte
 	metricsH  http.Handler
 
+	readOnly, mutating inflight
+	rejectLog          *logLimiter
+	errorLog           *logLimiter
+
 	stopWatches  chan struct{}
 	stopOnce     sync.Once
 	shuttingDown atomic.Bool
@@ -38,7 +43,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: Config.Store is required")
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, stopWatches: make(chan struct{})}
+	s := &Server{cfg: cfg, stopWatches: make(chan struct{}),
+		readOnly:  newInflight(cfg.MaxRequestsInflight),
+		mutating:  newInflight(cfg.MaxMutatingRequestsInflight),
+		rejectLog: &logLimiter{clock: cfg.Clock, log: cfg.Logger, interval: 10 * time.Second},
+		errorLog:  &logLimiter{clock: cfg.Clock, log: cfg.Logger, interval: 10 * time.Second},
+	}
 	var err error
 	if s.metrics, err = newMetrics(cfg.Registry, cfg.Store); err != nil {
 		return nil, err
@@ -132,7 +142,23 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rr resour
 	rec := &statusRecorder{ResponseWriter: w}
 	defer func() {
 		s.metrics.observe(rr.verb, rr.version.Group(), rec.code, s.cfg.Clock.Since(start))
+		if rec.code >= 500 {
+			s.errorLog.Warn("request failed with a server error", "verb", rr.verb, "path", r.URL.Path, "code", rec.code)
+		}
 	}()
+	if rr.verb != verbWatch {
+		limit, class := s.readOnly, "readOnly"
+		if isMutating(rr.verb) {
+			limit, class = s.mutating, "mutating"
+		}
+		if !limit.tryAcquire() {
+			s.metrics.rejected.WithLabelValues(class).Inc()
+			s.rejectLog.Warn("request refused: too many requests in flight", "class", class, "verb", rr.verb)
+			tooManyRequests(rec)
+			return
+		}
+		defer limit.release()
+	}
 	switch rr.verb {
 	case verbGet:
 		s.get(rec, r, rr)

@@ -32,6 +32,8 @@ type options struct {
 	shutdownTimeout time.Duration
 	logLevel        string
 	profiling       bool
+	maxInflight     int
+	maxMutating     int
 }
 
 func main() {
@@ -67,6 +69,8 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.tokenAuthFile, "token-auth-file", "", "If set, require bearer tokens listed in this file (kube-apiserver CSV format: token,user,uid,\"group1,group2\").")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long to wait for requests in flight on SIGTERM or SIGINT.")
 	f.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
+	f.IntVar(&o.maxInflight, "max-requests-inflight", server.DefaultMaxRequestsInflight, "Most gets and lists served at once; more get 429 with Retry-After. Negative: no limit.")
+	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", server.DefaultMaxMutatingRequestsInflight, "Most writes served at once; more get 429 with Retry-After. Negative: no limit.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind --token-auth-file when set).")
 	return cmd
 }
@@ -91,7 +95,8 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Store: store, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling})
+	srv, err := server.New(server.Config{Store: store, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling,
+		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating})
 	if err != nil {
 		store.Close()
 		return err

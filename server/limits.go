@@ -1,0 +1,90 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Defaults of kube-apiserver's --max-requests-inflight and
+// --max-mutating-requests-inflight: beyond them a request is refused with
+// 429 and Retry-After rather than queued, so a storm of clients cannot
+// pile up unbounded work (and memory) in the server.
+const (
+	DefaultMaxRequestsInflight         = 400
+	DefaultMaxMutatingRequestsInflight = 200
+)
+
+// inflight bounds concurrent requests of one class.
+type inflight chan struct{}
+
+func newInflight(n int) inflight {
+	if n <= 0 {
+		return nil // unlimited
+	}
+	return make(inflight, n)
+}
+
+func (f inflight) tryAcquire() bool {
+	if f == nil {
+		return true
+	}
+	select {
+	case f <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (f inflight) release() {
+	if f != nil {
+		<-f
+	}
+}
+
+// logLimiter logs a recurring condition at most once per interval, with
+// the number of occurrences since the last line, so that a storm cannot
+// flood the log.
+type logLimiter struct {
+	clock    clock.PassiveClock
+	log      *slog.Logger
+	interval time.Duration
+
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+func (l *logLimiter) Warn(msg string, args ...any) {
+	l.mu.Lock()
+	now := l.clock.Now()
+	if !l.last.IsZero() && now.Sub(l.last) < l.interval {
+		l.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	n := l.suppressed
+	l.last, l.suppressed = now, 0
+	l.mu.Unlock()
+	l.log.Warn(msg, append(args, "similarSinceLastLog", n)...)
+}
+
+func isMutating(v verb) bool {
+	switch v {
+	case verbCreate, verbUpdate, verbPatch, verbDelete, verbDeleteCollection:
+		return true
+	}
+	return false
+}
+
+// tooManyRequests is kube-apiserver's answer when a request class is full.
+func tooManyRequests(w http.ResponseWriter) {
+	se := newStatus(http.StatusTooManyRequests, "TooManyRequests", "Too many requests, please try again later.")
+	se.ErrStatus.Details = nil
+	w.Header().Set("Retry-After", "1")
+	writeStatus(w, se)
+}
