@@ -210,24 +210,32 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, rr resourceRequest)
 	s.respondEvent(w, r, rr, http.StatusOK, ev)
 }
 
+// decodeWrite reads what a create or an update sends: its options (of the
+// named kind, for error messages), its body as an Event in the storage
+// form with the URL's namespace, and the warnings decoding produced. On
+// failure it has written the error response and returns ok=false.
+func decodeWrite(w http.ResponseWriter, r *http.Request, rr resourceRequest, optionsKind string) (ev *corev1.Event, opts writeOptions, warnings []string, ok bool) {
+	opts, se := parseWriteOptions(r.URL.Query(), optionsKind)
+	var body []byte
+	if se == nil {
+		body, se = readBody(w, r)
+	}
+	if se == nil {
+		ev, warnings, se = decodeEvent(r.Header.Get("Content-Type"), body, rr.version, opts.validation)
+	}
+	if se == nil {
+		se = checkNamespace(ev, rr.namespace)
+	}
+	if se != nil {
+		writeStatus(w, se)
+		return nil, opts, nil, false
+	}
+	return ev, opts, warnings, true
+}
+
 func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
-	opts, se := parseWriteOptions(r.URL.Query(), "CreateOptions")
-	if se != nil {
-		writeStatus(w, se)
-		return
-	}
-	body, se := readBody(w, r)
-	if se != nil {
-		writeStatus(w, se)
-		return
-	}
-	ev, warnings, se := decodeEvent(r.Header.Get("Content-Type"), body, rr.version, opts.validation)
-	if se != nil {
-		writeStatus(w, se)
-		return
-	}
-	if se := checkNamespace(ev, rr.namespace); se != nil {
-		writeStatus(w, se)
+	ev, opts, warnings, ok := decodeWrite(w, r, rr, "CreateOptions")
+	if !ok {
 		return
 	}
 	generated := ev.Name == "" && ev.GenerateName != ""
@@ -269,23 +277,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
-	opts, se := parseWriteOptions(r.URL.Query(), "UpdateOptions")
-	if se != nil {
-		writeStatus(w, se)
-		return
-	}
-	body, se := readBody(w, r)
-	if se != nil {
-		writeStatus(w, se)
-		return
-	}
-	ev, warnings, se := decodeEvent(r.Header.Get("Content-Type"), body, rr.version, opts.validation)
-	if se != nil {
-		writeStatus(w, se)
-		return
-	}
-	if se := checkNamespace(ev, rr.namespace); se != nil {
-		writeStatus(w, se)
+	ev, opts, warnings, ok := decodeWrite(w, r, rr, "UpdateOptions")
+	if !ok {
 		return
 	}
 	if se := checkName(ev, rr.name); se != nil {

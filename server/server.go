@@ -26,6 +26,7 @@ type Server struct {
 	version   []byte
 	metricsH  http.Handler
 
+	handlers           map[verb]handlerFunc
 	readOnly, mutating inflight
 	rejectLog          *logLimiter
 	errorLog           *logLimiter
@@ -49,6 +50,7 @@ func New(cfg Config) (*Server, error) {
 		rejectLog: &logLimiter{clock: cfg.Clock, log: cfg.Logger, interval: 10 * time.Second},
 		errorLog:  &logLimiter{clock: cfg.Clock, log: cfg.Logger, interval: 10 * time.Second},
 	}
+	s.handlers = s.verbHandlers()
 	var err error
 	if s.metrics, err = newMetrics(cfg.Registry, cfg.Store); err != nil {
 		return nil, err
@@ -159,23 +161,17 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rr resour
 		}
 		defer limit.release()
 	}
-	switch rr.verb {
-	case verbGet:
-		s.get(rec, r, rr)
-	case verbList:
-		s.list(rec, r, rr)
-	case verbWatch:
-		s.watch(rec, r, rr)
-	case verbCreate:
-		s.create(rec, r, rr)
-	case verbUpdate:
-		s.update(rec, r, rr)
-	case verbPatch:
-		s.patch(rec, r, rr)
-	case verbDelete:
-		s.delete(rec, r, rr)
-	case verbDeleteCollection:
-		s.deleteCollection(rec, r, rr)
+	s.handlers[rr.verb](rec, r, rr)
+}
+
+// handlerFunc serves one verb of the events resource.
+type handlerFunc func(http.ResponseWriter, *http.Request, resourceRequest)
+
+func (s *Server) verbHandlers() map[verb]handlerFunc {
+	return map[verb]handlerFunc{
+		verbGet: s.get, verbList: s.list, verbWatch: s.watch,
+		verbCreate: s.create, verbUpdate: s.update, verbPatch: s.patch,
+		verbDelete: s.delete, verbDeleteCollection: s.deleteCollection,
 	}
 }
 

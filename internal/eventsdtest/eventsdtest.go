@@ -296,13 +296,23 @@ var (
 	kubectlErr  error
 )
 
+// KubectlEnv names the environment variable that overrides which kubectl
+// the tests use: a path, or "build" to build it from the k8s.io/kubectl
+// module even when one is on PATH (to test that path).
+const KubectlEnv = "KUBEVENTS_TEST_KUBECTL"
+
 // Kubectl returns a kubectl binary: the one on PATH or, when there is
 // none, one built from the k8s.io/kubectl module (tools/kubectl). Tests
 // that need kubectl are never skipped for want of it.
 func Kubectl(t testing.TB) string {
 	t.Helper()
 	kubectlOnce.Do(func() {
-		if p, err := exec.LookPath("kubectl"); err == nil {
+		override := os.Getenv(KubectlEnv)
+		if override != "" && override != "build" {
+			kubectlPath = override
+			return
+		}
+		if p, err := exec.LookPath("kubectl"); err == nil && override == "" {
 			kubectlPath = p
 			return
 		}

@@ -450,7 +450,7 @@ func containsKey(keys [][]byte, k []byte) bool {
 // staged adds and removes did not happen. If even that read fails, every
 // key is treated as maybe present: correct, only slower.
 func (s *Store) rebuildPresence() *presence {
-	p, err := loadPresence(s.db)
+	p, err := loadPresence(s.db, s.count)
 	if err != nil {
 		s.log.Error("rebuilding the key set after a failed commit; falling back to reads", "err", err)
 		return &presence{unknown: true}

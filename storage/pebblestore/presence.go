@@ -6,38 +6,86 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// presence is an in-memory set of the hashes of stored object keys, owned
-// by the committer. A key whose hash is absent is certainly not stored, so
-// creating it (the overwhelmingly common write) needs no read of the
-// database; a present hash only means "maybe" and the committer reads the
-// key. Counts keep the set right when two keys share a hash; a count that
-// saturates is never decremented, which only costs reads.
+// presence is an in-memory multiset of 32-bit fingerprints of the stored
+// object keys, owned by the committer. A key whose fingerprint is absent is
+// certainly not stored, so creating it (the overwhelmingly common write)
+// needs no read of the database; a present fingerprint only means "maybe"
+// (a 32-bit fingerprint of a new key matches one of a million stored ones
+// about once in 4,000 creates) and the committer reads the key.
 //
-// Memory is about 16-24 bytes per stored event (a Go map of 8-byte keys and
-// 1-byte counts), against a point read that misses the block cache and
-// reads sstable index blocks from disk on every create.
+// It is an open-addressing table with linear probing and backward-shift
+// deletion, holding one uint32 per stored key at most 3/4 full: about 8 MiB
+// for a million events, where a Go map of 64-bit hashes cost several times
+// that in RSS. A key stored twice under one fingerprint is held twice, so
+// removing one keeps the other.
 type presence struct {
-	seed   maphash.Seed
-	counts map[uint64]uint8
+	seed  maphash.Seed
+	slots []uint32 // 0: empty
+	n     int
 	// unknown: the set could not be built; every key may be present.
 	unknown bool
 }
 
-func newPresence() *presence {
-	return &presence{seed: maphash.MakeSeed(), counts: map[uint64]uint8{}}
+const presenceMinSlots = 1024
+
+func newPresence(expected int) *presence {
+	size := presenceMinSlots
+	for size*3/4 < expected {
+		size *= 2
+	}
+	return &presence{seed: maphash.MakeSeed(), slots: make([]uint32, size)}
 }
 
-func (p *presence) hash(key []byte) uint64 { return maphash.Bytes(p.seed, key) }
+func (p *presence) fingerprint(key []byte) uint32 {
+	f := uint32(maphash.Bytes(p.seed, key))
+	if f == 0 {
+		f = 1
+	}
+	return f
+}
 
-func (p *presence) mayContain(key []byte) bool { return p.unknown || p.counts[p.hash(key)] > 0 }
+func (p *presence) mask() uint32 { return uint32(len(p.slots) - 1) }
+
+func (p *presence) mayContain(key []byte) bool {
+	if p.unknown {
+		return true
+	}
+	f, m := p.fingerprint(key), p.mask()
+	for i := f & m; p.slots[i] != 0; i = (i + 1) & m {
+		if p.slots[i] == f {
+			return true
+		}
+	}
+	return false
+}
 
 func (p *presence) add(key []byte) {
 	if p.unknown {
 		return
 	}
-	h := p.hash(key)
-	if c := p.counts[h]; c < 255 {
-		p.counts[h] = c + 1
+	if (p.n+1)*4 > len(p.slots)*3 {
+		p.grow()
+	}
+	p.insert(p.fingerprint(key))
+}
+
+func (p *presence) insert(f uint32) {
+	m := p.mask()
+	i := f & m
+	for p.slots[i] != 0 {
+		i = (i + 1) & m
+	}
+	p.slots[i] = f
+	p.n++
+}
+
+func (p *presence) grow() {
+	old := p.slots
+	p.slots, p.n = make([]uint32, 2*len(old)), 0
+	for _, f := range old {
+		if f != 0 {
+			p.insert(f)
+		}
 	}
 }
 
@@ -45,20 +93,34 @@ func (p *presence) remove(key []byte) {
 	if p.unknown {
 		return
 	}
-	h := p.hash(key)
-	switch c := p.counts[h]; c {
-	case 0, 255:
-	case 1:
-		delete(p.counts, h)
-	default:
-		p.counts[h] = c - 1
+	f, m := p.fingerprint(key), p.mask()
+	i := f & m
+	for ; p.slots[i] != f; i = (i + 1) & m {
+		if p.slots[i] == 0 {
+			return // not held: nothing to do
+		}
 	}
+	// Backward-shift deletion: move later entries of the cluster into the
+	// hole unless that would put them before their home slot.
+	for j := i; ; {
+		j = (j + 1) & m
+		g := p.slots[j]
+		if g == 0 {
+			break
+		}
+		home := g & m
+		if (j > i && (home <= i || home > j)) || (j < i && home <= i && home > j) {
+			p.slots[i], i = g, j
+		}
+	}
+	p.slots[i] = 0
+	p.n--
 }
 
 // loadPresence fills the set from the TTL queue, which holds exactly one
 // small entry per stored object, so no object value is read.
-func loadPresence(db *pebble.DB) (*presence, error) {
-	p := newPresence()
+func loadPresence(db *pebble.DB, expected int64) (*presence, error) {
+	p := newPresence(int(expected))
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixExpiry}, UpperBound: []byte{prefixExpiry + 1}})
 	if err != nil {
 		return nil, err

@@ -111,7 +111,7 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 	if err == nil {
-		s.presence, err = loadPresence(db)
+		s.presence, err = loadPresence(db, s.count)
 	}
 	if err != nil {
 		db.Close()
