@@ -213,6 +213,7 @@ func (s FieldSelector) String() string {
 // not accept. Its message is upstream's.
 type UnsupportedFieldError struct{ Label string }
 
+// Error implements error with upstream's message.
 func (e *UnsupportedFieldError) Error() string {
 	return fmt.Sprintf("field label not supported: %s", e.Label)
 }

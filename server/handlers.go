@@ -460,6 +460,7 @@ type warningWriter struct {
 	warnings *[]string
 }
 
+// WriteHeader adds the warnings, then writes the header.
 func (w *warningWriter) WriteHeader(code int) {
 	setWarnings(w.ResponseWriter, *w.warnings)
 	w.ResponseWriter.WriteHeader(code)

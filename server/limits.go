@@ -59,6 +59,8 @@ type logLimiter struct {
 	suppressed int
 }
 
+// Warn logs msg at warning level unless it was logged less than an
+// interval ago; then it only counts it.
 func (l *logLimiter) Warn(msg string, args ...any) {
 	l.mu.Lock()
 	now := l.clock.Now()

@@ -79,6 +79,7 @@ type statusRecorder struct {
 	code int
 }
 
+// WriteHeader records the first status code.
 func (r *statusRecorder) WriteHeader(code int) {
 	if r.code == 0 {
 		r.code = code
@@ -86,6 +87,7 @@ func (r *statusRecorder) WriteHeader(code int) {
 	r.ResponseWriter.WriteHeader(code)
 }
 
+// Write records an implicit 200.
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	if r.code == 0 {
 		r.code = http.StatusOK

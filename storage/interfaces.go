@@ -207,6 +207,7 @@ var ErrInvalidContinue = errors.New("continue key is not valid")
 // at the current revision instead; it wraps ErrCompacted.
 type ContinueExpiredError struct{ Inconsistent string }
 
+// Error implements error.
 func (e *ContinueExpiredError) Error() string { return ErrCompacted.Error() + " (continue)" }
 
 // Unwrap makes errors.Is(err, ErrCompacted) true.

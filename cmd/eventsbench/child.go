@@ -204,6 +204,7 @@ type tailBuffer struct {
 	b   []byte
 }
 
+// WriteLine appends a line, dropping the oldest bytes beyond max.
 func (t *tailBuffer) WriteLine(line string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -213,6 +214,7 @@ func (t *tailBuffer) WriteLine(line string) {
 	}
 }
 
+// String returns the kept output.
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -99,12 +99,14 @@ type syncBuffer struct {
 	b  bytes.Buffer
 }
 
+// Write implements io.Writer.
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
+// String returns what was written.
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -286,12 +286,17 @@ func (s *Store) Close() error {
 // quietLogger routes pebble's informational logs to debug level.
 type quietLogger struct{ l *slog.Logger }
 
+// Infof logs at debug level.
 func (q quietLogger) Infof(format string, args ...any) {
 	q.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
 }
+
+// Errorf logs at error level.
 func (q quietLogger) Errorf(format string, args ...any) {
 	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 }
+
+// Fatalf logs at error level and panics, as pebble expects.
 func (q quietLogger) Fatalf(format string, args ...any) {
 	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	panic(fmt.Sprintf(format, args...))

@@ -184,8 +184,10 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 	return w, nil
 }
 
+// ResultChan implements storage.Watcher.
 func (w *watcher) ResultChan() <-chan storage.Event { return w.out }
 
+// Stop implements storage.Watcher.
 func (w *watcher) Stop() { w.once.Do(func() { close(w.stop) }) }
 
 // send delivers e unless the watch is ending.
