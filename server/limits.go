@@ -3,9 +3,9 @@ package server
 import (
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
+	"github.com/kubevents/kubevents/internal/ratelog"
 	"k8s.io/utils/clock"
 )
 
@@ -50,29 +50,20 @@ func (f inflight) release() {
 // the number of occurrences since the last line, so that a storm cannot
 // flood the log.
 type logLimiter struct {
-	clock    clock.PassiveClock
-	log      *slog.Logger
-	interval time.Duration
+	limit *ratelog.Limiter
+	log   *slog.Logger
+}
 
-	mu         sync.Mutex
-	last       time.Time
-	suppressed int
+func newLogLimiter(clk clock.PassiveClock, log *slog.Logger, interval time.Duration) *logLimiter {
+	return &logLimiter{limit: ratelog.New(clk, interval), log: log}
 }
 
 // Warn logs msg at warning level unless it was logged less than an
 // interval ago; then it only counts it.
 func (l *logLimiter) Warn(msg string, args ...any) {
-	l.mu.Lock()
-	now := l.clock.Now()
-	if !l.last.IsZero() && now.Sub(l.last) < l.interval {
-		l.suppressed++
-		l.mu.Unlock()
-		return
+	if ok, n := l.limit.Allow(); ok {
+		l.log.Warn(msg, append(args, "similarSinceLastLog", n)...)
 	}
-	n := l.suppressed
-	l.last, l.suppressed = now, 0
-	l.mu.Unlock()
-	l.log.Warn(msg, append(args, "similarSinceLastLog", n)...)
 }
 
 func isMutating(v verb) bool {

@@ -82,7 +82,7 @@ func TestMutatingInflightLimit(t *testing.T) {
 func TestLogLimiter(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	var buf bytes.Buffer
-	l := &logLimiter{clock: clk, log: slog.New(slog.NewTextHandler(&buf, nil)), interval: 10 * time.Second}
+	l := newLogLimiter(clk, slog.New(slog.NewTextHandler(&buf, nil)), 10*time.Second)
 	for i := 0; i < 5; i++ {
 		l.Warn("storm")
 	}

@@ -47,8 +47,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, stopWatches: make(chan struct{}),
 		readOnly:  newInflight(cfg.MaxRequestsInflight),
 		mutating:  newInflight(cfg.MaxMutatingRequestsInflight),
-		rejectLog: &logLimiter{clock: cfg.Clock, log: cfg.Logger, interval: 10 * time.Second},
-		errorLog:  &logLimiter{clock: cfg.Clock, log: cfg.Logger, interval: 10 * time.Second},
+		rejectLog: newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
+		errorLog:  newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
 	}
 	s.handlers = s.verbHandlers()
 	var err error

@@ -50,9 +50,28 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
+// Prepare builds eventsd and finds or builds kubectl ahead of the tests,
+// for a TestMain; Binary and Kubectl then return at once.
+func Prepare() error {
+	buildEventsd()
+	if buildErr != nil {
+		return buildErr
+	}
+	findKubectl()
+	return kubectlErr
+}
+
 // Binary builds cmd/eventsd once per test binary and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
+	buildEventsd()
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func buildEventsd() {
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "eventsd-bin-")
 		if buildErr != nil {
@@ -65,10 +84,6 @@ func Binary(t testing.TB) string {
 			buildErr = fmt.Errorf("building eventsd: %v\n%s", err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
 }
 
 // Options configure Start.
@@ -308,6 +323,14 @@ const KubectlEnv = "KUBEVENTS_TEST_KUBECTL"
 // that need kubectl are never skipped for want of it.
 func Kubectl(t testing.TB) string {
 	t.Helper()
+	findKubectl()
+	if kubectlErr != nil {
+		t.Fatal(kubectlErr)
+	}
+	return kubectlPath
+}
+
+func findKubectl() {
 	kubectlOnce.Do(func() {
 		override := os.Getenv(KubectlEnv)
 		if override != "" && override != "build" {
@@ -330,10 +353,6 @@ func Kubectl(t testing.TB) string {
 			kubectlErr = fmt.Errorf("no kubectl on PATH, and building it from k8s.io/kubectl failed: %v\n%s", err, out)
 		}
 	})
-	if kubectlErr != nil {
-		t.Fatal(kubectlErr)
-	}
-	return kubectlPath
 }
 
 // KubectlResult is the outcome of one kubectl run.

@@ -984,7 +984,7 @@ func TestKubectlEventsWatch(t *testing.T) {
 	}
 
 	// A deletion is not printed; a new event is.
-	if r := kubectlOK(t, p, kc, "delete", "event", "old.1"); r.Stdout != "event \"old.1\" deleted\n" {
+	if r := kubectlOK(t, p, kc, "delete", "event", "old.1"); !kubectlDeleted(r.Stdout, `event "old.1"`) {
 		t.Errorf("kubectl delete stdout = %q", r.Stdout)
 	}
 	fresh := kubectlCoreEvent("default", "new.1", kubectlPodRef("default", "new"), "Warning", "Unhealthy", "brand new event")
@@ -1021,7 +1021,7 @@ func TestKubectlDelete(t *testing.T) {
 	}
 
 	r := kubectlOK(t, p, kc, "delete", "event", "a.1")
-	if r.Stdout != "event \"a.1\" deleted\n" {
+	if !kubectlDeleted(r.Stdout, `event "a.1"`) {
 		t.Errorf("stdout = %q, want %q", r.Stdout, "event \"a.1\" deleted\n")
 	}
 	kubectlExpectNotFound(t, p, "default", "a.1")
@@ -1041,7 +1041,7 @@ func TestKubectlDelete(t *testing.T) {
 
 	// Through events.k8s.io.
 	r = kubectlOK(t, p, kc, "delete", "events.events.k8s.io", "a.2")
-	if want := "event.events.k8s.io \"a.2\" deleted\n"; r.Stdout != want {
+	if want := "event.events.k8s.io \"a.2\" deleted\n"; !kubectlDeleted(r.Stdout, `event.events.k8s.io "a.2"`) {
 		t.Errorf("stdout = %q, want %q", r.Stdout, want)
 	}
 	r = kubectlFails(t, p, kc, "get", "events.events.k8s.io", "a.2")
@@ -1175,4 +1175,11 @@ func TestKubectlAPIResources(t *testing.T) {
 			t.Errorf("kubectl api-versions = %q, want it to include %s", versions, v)
 		}
 	}
+}
+
+// kubectlDeleted reports whether out is kubectl delete's confirmation for
+// what: `<what> deleted` (kubectl 1.32) or `<what> deleted from <ns>
+// namespace` (kubectl 1.34 and later).
+func kubectlDeleted(out, what string) bool {
+	return out == what+" deleted\n" || out == what+" deleted from default namespace\n"
 }
