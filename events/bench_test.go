@@ -47,7 +47,7 @@ func BenchmarkEventf(b *testing.B) {
 				return br.NewRecorder(scheme.Scheme, "bench"), func() { br.Shutdown(); cancel() }
 			}
 		}
-		b.Run(impl+"/repeated", func(b *testing.B) {
+		b.Run("impl="+impl+"/event=repeated", func(b *testing.B) {
 			r, stop := setup(b)
 			defer stop()
 			r.Eventf(p, nil, "Warning", "BackOff", "Restart", "Back-off restarting failed container %s", "app")
@@ -57,7 +57,7 @@ func BenchmarkEventf(b *testing.B) {
 				r.Eventf(p, nil, "Warning", "BackOff", "Restart", "Back-off restarting failed container %s", "app")
 			}
 		})
-		b.Run(impl+"/unique", func(b *testing.B) {
+		b.Run("impl="+impl+"/event=unique", func(b *testing.B) {
 			r, stop := setup(b)
 			defer stop()
 			pods := make([]*corev1.Pod, 4096)

@@ -113,7 +113,11 @@ func WithMaxSeries(n int) Option { return func(o *options) { o.maxSeries = n } }
 func WithShutdownTimeout(d time.Duration) Option { return func(o *options) { o.shutdownTimeout = d } }
 
 // WithResume turns resuming series from a list of the recorder's earlier
-// events on (the default, when the sink can list) or off.
+// events on (the default, when the sink can list) or off. A recorder
+// resumes what its reporting controller and instance wrote, so the
+// instance (controller and host name; see WithHostname) must identify one
+// process: two live recorders sharing it would each count the other's
+// series as their own.
 func WithResume(on bool) Option { return func(o *options) { o.resume = on } }
 
 // WithSeriesStateAnnotation turns the SeriesStateAnnotation on (the

@@ -87,9 +87,9 @@ func BenchmarkEventf(b *testing.B) {
 	}
 	const batch = 256
 	for _, im := range impls {
-		b.Run(im.name, func(b *testing.B) {
+		b.Run("impl="+im.name, func(b *testing.B) {
 			for _, m := range modes {
-				b.Run(m.name, func(b *testing.B) {
+				b.Run("event="+m.name, func(b *testing.B) {
 					sink := newDiscardSink()
 					rec, stop := im.start(sink)
 					defer stop()

@@ -189,3 +189,34 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("%+v", l)
 	}
 }
+
+// TestRecordersTiny runs the recorder workloads at a tiny scale against a
+// real eventsd: this project's recorders must store every emission.
+func TestRecordersTiny(t *testing.T) {
+	var out strings.Builder
+	cfg := recordersConfig{Eventsd: eventsdtest.Binary(t), Period: 10 * time.Millisecond, Crashloop: 500 * time.Millisecond,
+		ReasonsPeriod: 50 * time.Millisecond, Settle: 500 * time.Millisecond, Out: filepath.Join(t.TempDir(), "r.json")}
+	if err := runRecorders(t.Context(), cfg, &out); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(out.String())
+	b, err := os.ReadFile(cfg.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []recorderResult
+	if err := json.Unmarshal(b, &results); err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 8 {
+		t.Fatalf("%d results, want 8", len(results))
+	}
+	for _, r := range results {
+		if strings.HasPrefix(r.Recorder, "kubevents") && !r.Exact {
+			t.Errorf("%s, %s: stored %v of %v", r.Recorder, r.Workload, r.Stored, r.Emitted)
+		}
+		if r.Recorder == "client-go tools/record" && r.Workload == "five-reasons" && r.Stored["Killing"] != 0 {
+			t.Errorf("client-go's legacy recorder is expected to starve the sixth reason: %v", r.Stored)
+		}
+	}
+}
