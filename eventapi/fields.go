@@ -39,7 +39,39 @@ const (
 	FieldRelatedAPIVersion       Field = "related.apiVersion"
 	FieldRelatedResourceVersion  Field = "related.resourceVersion"
 	FieldRelatedFieldPath        Field = "related.fieldPath"
+
+	// The involves.* fields match an event whose regarding object or whose
+	// related object has them: all involves.* terms of a selector must hold
+	// for the same one of the two objects. They answer "everything that
+	// happened to X" in one query. Only equality is supported.
+	FieldInvolvesKind       Field = "involves.kind"
+	FieldInvolvesNamespace  Field = "involves.namespace"
+	FieldInvolvesName       Field = "involves.name"
+	FieldInvolvesUID        Field = "involves.uid"
+	FieldInvolvesAPIVersion Field = "involves.apiVersion"
 )
+
+// involvesFields maps each involves.* field to the regarding and related
+// fields it stands for.
+var involvesFields = map[Field][2]Field{
+	FieldInvolvesKind:       {FieldInvolvedKind, FieldRelatedKind},
+	FieldInvolvesNamespace:  {FieldInvolvedNamespace, FieldRelatedNamespace},
+	FieldInvolvesName:       {FieldInvolvedName, FieldRelatedName},
+	FieldInvolvesUID:        {FieldInvolvedUID, FieldRelatedUID},
+	FieldInvolvesAPIVersion: {FieldInvolvedAPIVersion, FieldRelatedAPIVersion},
+}
+
+// IsInvolves reports whether f is an involves.* field.
+func IsInvolves(f Field) bool { _, ok := involvesFields[f]; return ok }
+
+// extensionFields are the selectable fields upstream does not have.
+var extensionFields = map[Field]bool{
+	FieldAction: true, FieldReportingInstance: true,
+	FieldRelatedKind: true, FieldRelatedNamespace: true, FieldRelatedName: true, FieldRelatedUID: true,
+	FieldRelatedAPIVersion: true, FieldRelatedResourceVersion: true, FieldRelatedFieldPath: true,
+	FieldInvolvesKind: true, FieldInvolvesNamespace: true, FieldInvolvesName: true, FieldInvolvesUID: true,
+	FieldInvolvesAPIVersion: true,
+}
 
 // coreLabels maps the field labels core/v1 accepts to internal fields: every
 // internal name, one to one.
@@ -51,6 +83,7 @@ var coreLabels = func() map[string]Field {
 		FieldReason, FieldType, FieldReportingComponent, FieldSource, FieldAction, FieldReportingInstance,
 		FieldRelatedKind, FieldRelatedNamespace, FieldRelatedName, FieldRelatedUID,
 		FieldRelatedAPIVersion, FieldRelatedResourceVersion, FieldRelatedFieldPath,
+		FieldInvolvesKind, FieldInvolvesNamespace, FieldInvolvesName, FieldInvolvesUID, FieldInvolvesAPIVersion,
 	} {
 		m[string(f)] = f
 	}
@@ -83,17 +116,25 @@ var eventsLabels = map[string]Field{
 	"related.apiVersion":        FieldRelatedAPIVersion,
 	"related.resourceVersion":   FieldRelatedResourceVersion,
 	"related.fieldPath":         FieldRelatedFieldPath,
+	"involves.kind":             FieldInvolvesKind,
+	"involves.namespace":        FieldInvolvesNamespace,
+	"involves.name":             FieldInvolvesName,
+	"involves.uid":              FieldInvolvesUID,
+	"involves.apiVersion":       FieldInvolvesAPIVersion,
 }
 
 // FieldLabels returns the field labels v accepts, sorted, for documentation
-// and error messages.
-func FieldLabels(v Version) []string {
+// and error messages; without extensions, only upstream's.
+func FieldLabels(v Version, ext Extensions) []string {
 	m := coreLabels
 	if v == EventsV1 {
 		m = eventsLabels
 	}
 	out := make([]string, 0, len(m))
-	for k := range m {
+	for k, f := range m {
+		if !bool(ext) && extensionFields[f] {
+			continue
+		}
 		out = append(out, k)
 	}
 	slices.Sort(out)
@@ -178,8 +219,24 @@ type FieldSelector []Requirement
 
 // Matches reports whether ev satisfies every requirement of s.
 func (s FieldSelector) Matches(ev *corev1.Event) bool {
+	involves := false
 	for _, r := range s {
+		if IsInvolves(r.Field) {
+			involves = true
+			continue
+		}
 		if (Value(ev, r.Field) == r.Value) == r.Negate {
+			return false
+		}
+	}
+	return !involves || s.involves(ev, 0) || (ev.Related != nil && s.involves(ev, 1))
+}
+
+// involves reports whether every involves.* term holds for the regarding
+// (side 0) or the related (side 1) object.
+func (s FieldSelector) involves(ev *corev1.Event, side int) bool {
+	for _, r := range s {
+		if f, ok := involvesFields[r.Field]; ok && Value(ev, f[side]) != r.Value {
 			return false
 		}
 	}
@@ -218,10 +275,15 @@ func (e *UnsupportedFieldError) Error() string {
 	return fmt.Sprintf("field label not supported: %s", e.Label)
 }
 
+// Extensions says whether the fields upstream does not have (action,
+// reportingInstance, related.*, involves.*) are accepted.
+type Extensions bool
+
 // ParseFieldSelector parses a field selector in v's field labels (as a
 // client sends it) into internal fields. Syntax errors and labels v does not
-// accept are errors; callers answer both with 400 Bad Request.
-func ParseFieldSelector(v Version, raw string) (FieldSelector, error) {
+// accept (extensions only when ext is set) are errors; callers answer both
+// with 400 Bad Request.
+func ParseFieldSelector(v Version, raw string, ext Extensions) (FieldSelector, error) {
 	if strings.TrimSpace(raw) == "" {
 		return nil, nil
 	}
@@ -237,8 +299,11 @@ func ParseFieldSelector(v Version, raw string) (FieldSelector, error) {
 	out := make(FieldSelector, 0, len(reqs))
 	for _, r := range reqs {
 		f, ok := labels[r.Field]
-		if !ok {
+		if !ok || (!bool(ext) && extensionFields[f]) {
 			return nil, &UnsupportedFieldError{Label: r.Field}
+		}
+		if IsInvolves(f) && r.Operator == selection.NotEquals {
+			return nil, fmt.Errorf("field selector %s supports only =", r.Field)
 		}
 		switch r.Operator {
 		case selection.Equals, selection.DoubleEquals:

@@ -28,7 +28,7 @@ func TestParseFieldSelector(t *testing.T) {
 		{CoreV1, "garbage", "", "invalid selector"},
 	}
 	for _, c := range cases {
-		sel, err := ParseFieldSelector(c.v, c.raw)
+		sel, err := ParseFieldSelector(c.v, c.raw, true)
 		switch {
 		case c.wantErr != "":
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
@@ -40,7 +40,7 @@ func TestParseFieldSelector(t *testing.T) {
 			t.Errorf("%v %q: got %q, want %q", c.v, c.raw, sel.String(), c.want)
 		}
 	}
-	_, err := ParseFieldSelector(CoreV1, "foo=bar")
+	_, err := ParseFieldSelector(CoreV1, "foo=bar", true)
 	var uf *UnsupportedFieldError
 	if !errors.As(err, &uf) || uf.Label != "foo" {
 		t.Errorf("unsupported label error is %T %v", err, err)
@@ -56,7 +56,7 @@ func TestSourceFallsBackToReportingController(t *testing.T) {
 	if Value(ev, FieldSource) != "other" {
 		t.Fatalf("source = %q, want the component", Value(ev, FieldSource))
 	}
-	sel, _ := ParseFieldSelector(CoreV1, "source=other,reportingComponent=kubelet,related.name=")
+	sel, _ := ParseFieldSelector(CoreV1, "source=other,reportingComponent=kubelet,related.name=", true)
 	if !sel.Matches(ev) {
 		t.Fatal("selector should match")
 	}
@@ -72,12 +72,12 @@ func FuzzParseFieldSelector(f *testing.F) {
 		if events {
 			v = EventsV1
 		}
-		sel, err := ParseFieldSelector(v, raw)
+		sel, err := ParseFieldSelector(v, raw, true)
 		if err != nil {
 			return
 		}
 		// A parsed selector renders to a selector that parses to itself.
-		again, err := ParseFieldSelector(CoreV1, sel.String())
+		again, err := ParseFieldSelector(CoreV1, sel.String(), true)
 		if err != nil {
 			t.Fatalf("%q parsed, but its rendering %q does not: %v", raw, sel.String(), err)
 		}
@@ -105,5 +105,54 @@ func TestSameSelection(t *testing.T) {
 		if SameSelection(a, c) {
 			t.Errorf("%s changes the selection", desc)
 		}
+	}
+}
+
+func TestInvolves(t *testing.T) {
+	ev := newEvent(func(e *corev1.Event) {
+		e.InvolvedObject = corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default", UID: "pod-uid"}
+		e.Related = &corev1.ObjectReference{Kind: "Node", Name: "n1", UID: "node-uid"}
+	})
+	for raw, want := range map[string]bool{
+		"involves.name=web":                   true,
+		"involves.name=n1":                    true,
+		"involves.uid=node-uid":               true,
+		"involves.kind=Node,involves.name=n1": true,
+		"involves.kind=Pod,involves.name=n1":  false, // one object must satisfy all terms
+		"involves.kind=Pod,involves.name=web": true,
+		"involves.name=web,reason=Started":    true,
+		"involves.name=web,reason=Other":      false,
+		"involves.name=other":                 false,
+		"involves.namespace=default":          true,
+	} {
+		sel, err := ParseFieldSelector(EventsV1, raw, true)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if got := sel.Matches(ev); got != want {
+			t.Errorf("%s: matches %v, want %v", raw, got, want)
+		}
+	}
+	noRelated := newEvent()
+	if sel, _ := ParseFieldSelector(CoreV1, "involves.name=n1", true); sel.Matches(noRelated) {
+		t.Error("an event without a related object matched a related name")
+	}
+	if _, err := ParseFieldSelector(CoreV1, "involves.name!=x", true); err == nil {
+		t.Error("involves supports only equality")
+	}
+}
+
+func TestExtensionsOff(t *testing.T) {
+	for _, raw := range []string{"action=x", "reportingInstance=i", "related.name=n", "involves.uid=u"} {
+		var uf *UnsupportedFieldError
+		if _, err := ParseFieldSelector(CoreV1, raw, false); !errors.As(err, &uf) {
+			t.Errorf("%s without extensions: got %v, want field label not supported", raw, err)
+		}
+	}
+	if _, err := ParseFieldSelector(EventsV1, "regarding.name=x,reportingController=c,type=Warning", false); err != nil {
+		t.Errorf("upstream labels without extensions: %v", err)
+	}
+	if got := FieldLabels(CoreV1, false); len(got) != 13 {
+		t.Errorf("upstream core/v1 labels: %v", got)
 	}
 }

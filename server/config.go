@@ -49,6 +49,10 @@ type Config struct {
 	Version version.Info
 	// Profiling serves Go profiles at /debug/pprof/.
 	Profiling bool
+	// DisableExtensions turns off the field selectors kube-apiserver does
+	// not have (action, reportingInstance, related.*, involves.*): they get
+	// its answer, 400 field label not supported.
+	DisableExtensions bool
 	// MaxRequestsInflight bounds concurrent gets and lists, and
 	// MaxMutatingRequestsInflight concurrent writes; beyond them requests
 	// get 429 with Retry-After. Watches are not counted. Negative means

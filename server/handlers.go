@@ -642,7 +642,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 		writeStatus(w, se)
 		return
 	}
-	lo, se := parseListOptions(r.URL.Query(), rr)
+	lo, se := parseListOptions(r.URL.Query(), rr, eventapi.Extensions(!s.cfg.DisableExtensions))
 	if se != nil {
 		writeStatus(w, se)
 		return
@@ -689,10 +689,10 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 
 // parseListOptions reads the selectors, pagination and resourceVersion
 // parameters of a list.
-func parseListOptions(q url.Values, rr resourceRequest) (storage.ListOptions, *apierrors.StatusError) {
+func parseListOptions(q url.Values, rr resourceRequest, ext eventapi.Extensions) (storage.ListOptions, *apierrors.StatusError) {
 	var lo storage.ListOptions
 	lo.Namespace = rr.namespace
-	fs, err := eventapi.ParseFieldSelector(rr.version, q.Get("fieldSelector"))
+	fs, err := eventapi.ParseFieldSelector(rr.version, q.Get("fieldSelector"), ext)
 	if err != nil {
 		return lo, apierrors.NewBadRequest(err.Error())
 	}
@@ -751,7 +751,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest
 		writeStatus(w, notAcceptable())
 		return
 	}
-	lo, se := parseListOptions(r.URL.Query(), rr)
+	lo, se := parseListOptions(r.URL.Query(), rr, eventapi.Extensions(!s.cfg.DisableExtensions))
 	if se != nil {
 		writeStatus(w, se)
 		return

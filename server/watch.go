@@ -31,7 +31,7 @@ type watchParams struct {
 func (s *Server) parseWatch(r *http.Request, rr resourceRequest) (watchParams, *apierrors.StatusError) {
 	q := r.URL.Query()
 	var p watchParams
-	lo, se := parseListOptions(withoutMatch(q), rr)
+	lo, se := parseListOptions(withoutMatch(q), rr, eventapi.Extensions(!s.cfg.DisableExtensions))
 	if se != nil {
 		return p, se
 	}

@@ -34,6 +34,7 @@ type options struct {
 	profiling       bool
 	maxInflight     int
 	maxMutating     int
+	extensions      bool
 }
 
 func main() {
@@ -71,6 +72,7 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
 	f.IntVar(&o.maxInflight, "max-requests-inflight", server.DefaultMaxRequestsInflight, "Most gets and lists served at once; more get 429 with Retry-After. Negative: no limit.")
 	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", server.DefaultMaxMutatingRequestsInflight, "Most writes served at once; more get 429 with Retry-After. Negative: no limit.")
+	f.BoolVar(&o.extensions, "extensions", true, "Accept the field selectors kube-apiserver does not have (action, reportingInstance, related.*, involves.*); off, they get its 400.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind --token-auth-file when set).")
 	return cmd
 }
@@ -96,7 +98,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	srv, err := server.New(server.Config{Store: store, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling,
-		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating})
+		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions})
 	if err != nil {
 		store.Close()
 		return err

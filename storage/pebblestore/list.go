@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/kubevents/kubevents/eventapi"
@@ -123,6 +124,64 @@ func plan(sel storage.Selector) (index, string, bool) {
 	return index{}, "", false
 }
 
+// involvesPlan picks the pair of indexes (regarding, related) that serve
+// an involves.uid or involves.name term: the events in either.
+func involvesPlan(sel storage.Selector) ([]index, string, bool) {
+	for _, p := range []struct {
+		f        eventapi.Field
+		reg, rel byte
+	}{{eventapi.FieldInvolvesUID, 'u', 'U'}, {eventapi.FieldInvolvesName, 'n', 'N'}} {
+		if v, ok := sel.Fields.Equal(p.f); ok && v != "" {
+			return []index{{id: p.reg}, {id: p.rel}}, v, true
+		}
+	}
+	return nil, "", false
+}
+
+// unionKeys returns the sorted, distinct "<ns>/<name>" suffixes after
+// the given one that the indexes hold for value, within namespace ns when
+// set: the candidates of an involves query, O(its matches).
+func unionKeys(ctx context.Context, v *view, ixs []index, value, ns, after string) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, ix := range ixs {
+		prefix := indexPrefix(ix.id, value)
+		lower := prefix
+		if ns != "" {
+			lower = append(bytes.Clone(prefix), ns...)
+			lower = append(lower, '/')
+		}
+		it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+		if err != nil {
+			return nil, fmt.Errorf("pebblestore: list: %w", err)
+		}
+		seek := lower
+		if after != "" {
+			if s := append(append(bytes.Clone(prefix), after...), 0); bytes.Compare(s, lower) > 0 {
+				seek = s
+			}
+		}
+		for ok := it.SeekGE(seek); ok; ok = it.Next() {
+			if len(out)%1024 == 0 && ctx.Err() != nil {
+				it.Close()
+				return nil, ctx.Err()
+			}
+			sfx := string(it.Key()[len(prefix):])
+			if !seen[sfx] {
+				seen[sfx] = true
+				out = append(out, sfx)
+			}
+		}
+		err = it.Error()
+		it.Close()
+		if err != nil {
+			return nil, fmt.Errorf("pebblestore: list: %w", err)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // scan returns up to limit events matching sel whose "<ns>/<name>" is after
 // the given one, reading an index when one applies, so that the cost is in
 // the number of candidates, not of stored events.
@@ -150,6 +209,11 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 	}
 
 	ix, value, indexed := plan(sel)
+	if !indexed {
+		if ixs, value, ok := involvesPlan(sel); ok {
+			return s.scanKeys(ctx, v, sel, ixs, value, ns, after, limit)
+		}
+	}
 	prefix := []byte{prefixObject}
 	if indexed {
 		prefix = indexPrefix(ix.id, value)
@@ -208,6 +272,35 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 	}
 	if err := it.Error(); err != nil {
 		return nil, "", false, fmt.Errorf("pebblestore: list: %w", err)
+	}
+	return items, last, false, nil
+}
+
+// scanKeys is scan over the union of several indexes.
+func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, ixs []index, value, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
+	keys, err := unionKeys(ctx, v, ixs, value, ns, after)
+	if err != nil {
+		return nil, "", false, err
+	}
+	for i, k := range keys {
+		if limit > 0 && int64(len(items)) >= limit {
+			return items, last, i < len(keys), nil
+		}
+		evNS, evName, ok := splitSuffix([]byte(k))
+		if !ok {
+			continue
+		}
+		ev, err := getObject(v.snap, evNS, evName)
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, "", false, err
+		}
+		if sel.Matches(ev) {
+			items = append(items, ev)
+			last = k
+		}
 	}
 	return items, last, false, nil
 }

@@ -263,7 +263,7 @@ func testListOrder(t *testing.T, h Harness) {
 
 func sel(t *testing.T, v eventapi.Version, raw string) eventapi.FieldSelector {
 	t.Helper()
-	s, err := eventapi.ParseFieldSelector(v, raw)
+	s, err := eventapi.ParseFieldSelector(v, raw, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,6 +316,14 @@ func testListFieldSelectors(t *testing.T, h Harness) {
 		{eventapi.CoreV1, "", "reason=", []string{}},
 		{eventapi.EventsV1, "", "regarding.name=pod-e1,regarding.kind=Pod", []string{"ns1/e1", "ns2/e4"}},
 		{eventapi.EventsV1, "", "reportingController=kube-scheduler,type=Normal", []string{"ns2/e3"}},
+		// involves: the regarding or the related object.
+		{eventapi.EventsV1, "", "involves.name=node-1", []string{"ns1/e2", "ns2/e3"}},
+		{eventapi.CoreV1, "", "involves.uid=node-uid", []string{"ns1/e2", "ns2/e3"}},
+		{eventapi.CoreV1, "ns2", "involves.uid=node-uid", []string{"ns2/e3"}},
+		{eventapi.CoreV1, "", "involves.kind=Node,involves.name=node-1,reason=Scheduled", []string{"ns2/e3"}},
+		{eventapi.CoreV1, "", "involves.kind=Pod,involves.name=pod-e1", []string{"ns1/e1", "ns2/e4"}},
+		{eventapi.CoreV1, "", "involves.kind=Pod,involves.name=node-1", []string{}},
+		{eventapi.CoreV1, "", "involves.namespace=ns2", []string{"ns2/e3", "ns2/e4"}},
 	}
 	for _, c := range cases {
 		res, err := f.s.List(f.ctx, storage.ListOptions{Selector: storage.Selector{Namespace: c.ns, Fields: sel(t, c.v, c.sel)}})
@@ -359,6 +367,7 @@ func testListPagination(t *testing.T, h Harness) {
 			if i%2 == 0 {
 				e.Reason = "Even"
 			}
+			e.Related = &corev1.ObjectReference{Kind: "Node", Name: "shared-node"}
 		}))
 		all = append(all, "default/"+n)
 	}
@@ -369,6 +378,8 @@ func testListPagination(t *testing.T, h Harness) {
 		{"", all},
 		{"reason=Even", []string{"default/e00", "default/e02", "default/e04", "default/e06", "default/e08"}},
 		{"type=Normal", all},
+		{"involves.kind=Pod", all},
+		{"involves.name=shared-node", all}, // the union of two indexes, paginated
 	} {
 		var got []string
 		opts := storage.ListOptions{Limit: 3, Selector: storage.Selector{Fields: sel(t, eventapi.CoreV1, c.sel)}}
@@ -416,6 +427,7 @@ func testListPagination(t *testing.T, h Harness) {
 				if i%2 == 0 {
 					e.Reason = "Even"
 				}
+				e.Related = &corev1.ObjectReference{Kind: "Node", Name: "shared-node"}
 			}))
 			all = append(all, "default/"+n)
 		}
