@@ -1,0 +1,253 @@
+package evctl
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// filterFlags are the selection flags of get and watch.
+type filterFlags struct {
+	forArg, typ, reason, action, controller, instance string
+	since                                             time.Duration
+}
+
+func (f *filterFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.forArg, "for", "", "Only events about KIND/NAME (as kubectl events --for).")
+	fl.StringVar(&f.typ, "type", "", "Only events of this type: Normal or Warning.")
+	fl.StringVar(&f.reason, "reason", "", "Only events with this reason.")
+	fl.StringVar(&f.action, "action", "", "Only events with this action.")
+	fl.StringVar(&f.controller, "controller", "", "Only events reported by this controller (reportingController, or the source component of legacy events).")
+	fl.StringVar(&f.instance, "instance", "", "Only events reported by this reporting instance.")
+	fl.DurationVar(&f.since, "since", 0, "Only events that last happened within this long (e.g. 10m, 2h).")
+}
+
+func (f *filterFlags) filter(now func() time.Time) (filter, error) {
+	out := filter{reason: f.reason, action: f.action, controller: f.controller, instance: f.instance, since: f.since, now: now}
+	switch strings.ToLower(f.typ) {
+	case "":
+	case "normal":
+		out.typ = "Normal"
+	case "warning":
+		out.typ = "Warning"
+	default:
+		return out, fmt.Errorf("valid --type values are Normal or Warning, not %q", f.typ)
+	}
+	if f.since < 0 {
+		return out, fmt.Errorf("--since must not be negative")
+	}
+	return out, nil
+}
+
+func checkOutput(o string) error {
+	switch o {
+	case "", "wide", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("unknown output format %q: use wide, json or yaml", o)
+}
+
+// env is what every command needs: a client, the namespace, the clock,
+// where to write.
+type env struct {
+	conn        connFlags
+	output      string
+	out, errOut io.Writer
+	now         func() time.Time
+}
+
+// NewCommand returns the evctl command writing to out and errOut.
+func NewCommand(out, errOut io.Writer) *cobra.Command {
+	e := &env{out: out, errOut: errOut, now: time.Now}
+	root := &cobra.Command{
+		Use:   "evctl",
+		Short: "Answers the questions about Kubernetes events that kubectl can't",
+		Long: `evctl reads Kubernetes events from any API server (kubeconfig, --context, -n,
+-A, or --server), and uses eventsd's extensions when the server has them:
+
+  evctl get --for pod/web-1 --since 10m --type Warning
+  evctl timeline node/node-1         # events where it is the regarding OR the related object
+  evctl watch --controller kubelet   # sorted, resumes after disconnects without duplicates or gaps`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(out)
+	root.SetErr(errOut)
+	e.conn.add(root.PersistentFlags())
+	root.PersistentFlags().StringVarP(&e.output, "output", "o", "", "Output format: wide, json or yaml.")
+	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand())
+	return root
+}
+
+// setup connects, resolves --for and returns the querier, the filter, the
+// namespace to list in ("" for all) and the namespace of the context or
+// -n, in which KIND/NAME arguments are.
+func (e *env) setup(ff *filterFlags) (q *querier, f filter, listNS, ns string, err error) {
+	if err = checkOutput(e.output); err != nil {
+		return
+	}
+	if f, err = ff.filter(e.now); err != nil {
+		return
+	}
+	cs, _, ns, err := e.conn.client()
+	if err != nil {
+		return
+	}
+	if ff.forArg != "" {
+		t, err := resolveTarget(cs, ff.forArg, ns)
+		if err != nil {
+			return nil, f, "", "", err
+		}
+		f.target = &t
+	}
+	listNS = ns
+	if e.conn.allNamespaces || (f.target != nil && !f.target.namespaced) {
+		listNS = metav1.NamespaceAll
+	}
+	return &querier{cs: cs}, f, listNS, ns, nil
+}
+
+func (e *env) printer(allNamespaces bool) *printer {
+	return &printer{out: e.out, output: e.output, allNamespaces: allNamespaces, now: e.now}
+}
+
+func (e *env) noEvents(ns string) {
+	if ns == "" {
+		fmt.Fprintln(e.errOut, "No events found.")
+	} else {
+		fmt.Fprintf(e.errOut, "No events found in %s namespace.\n", ns)
+	}
+}
+
+func (e *env) getCommand() *cobra.Command {
+	ff := &filterFlags{}
+	cmd := &cobra.Command{
+		Use:   "get",
+		Short: "List events, kubectl style, with series and filters kubectl lacks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q, f, ns, _, err := e.setup(ff)
+			if err != nil {
+				return err
+			}
+			rows, _, err := q.list(cmd.Context(), ns, f)
+			if err != nil {
+				return err
+			}
+			sortByLast(rows)
+			if len(rows) == 0 && (e.output == "" || e.output == "wide") {
+				e.noEvents(ns)
+				return nil
+			}
+			return e.printer(ns == "").table(rows)
+		},
+	}
+	ff.add(cmd)
+	return cmd
+}
+
+func (e *env) watchCommand() *cobra.Command {
+	ff := &filterFlags{}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Print the matching events, then every change as it happens; survives disconnects",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q, f, ns, _, err := e.setup(ff)
+			if err != nil {
+				return err
+			}
+			rows, rv, err := q.list(cmd.Context(), ns, f)
+			if err != nil {
+				return err
+			}
+			sortByLast(rows)
+			p := e.printer(ns == "")
+			fw := &follower{q: q, ns: ns, log: klog.Background(),
+				selector: func() string {
+					sel := f.upstream()
+					if q.extensions() {
+						for k, v := range f.extension() {
+							sel[k] = v
+						}
+					}
+					return sel.String()
+				},
+				match: func(ev *eventsv1.Event) (*row, bool) {
+					r := newRow(ev)
+					return r, f.matches(r)
+				},
+				relist: func(ctx context.Context) ([]*row, string, error) { return q.list(ctx, ns, f) },
+				print:  func(rows []*row) error { return p.stream(rows, false) },
+			}
+			if err := fw.print(fw.fresh(rows)); err != nil {
+				return err
+			}
+			return fw.run(cmd.Context(), rv)
+		},
+	}
+	ff.add(cmd)
+	return cmd
+}
+
+func (e *env) timelineCommand() *cobra.Command {
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "timeline KIND/NAME",
+		Short: "Everything that happened to an object, as regarding or related object, in time order",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q, _, _, ns, err := e.setup(&filterFlags{})
+			if err != nil {
+				return err
+			}
+			t, err := resolveTarget(q.cs, args[0], ns)
+			if err != nil {
+				return err
+			}
+			rows, rv, err := q.timeline(cmd.Context(), t)
+			if err != nil {
+				return err
+			}
+			sortByFirst(rows)
+			p := e.printer(false)
+			if len(rows) == 0 && !follow && (e.output == "" || e.output == "wide") {
+				fmt.Fprintf(e.errOut, "No events found for %s.\n", t)
+				return nil
+			}
+			if !follow {
+				return p.timeline(rows)
+			}
+			fw := &follower{q: q, ns: metav1.NamespaceAll, log: klog.Background(),
+				selector: func() string {
+					if q.extensions() {
+						return involvesSelector(t)
+					}
+					return "" // no upstream selector reaches the related object
+				},
+				match: func(ev *eventsv1.Event) (*row, bool) {
+					role := involvement(ev, t)
+					r := newRow(ev)
+					r.role = role
+					return r, role != ""
+				},
+				relist: func(ctx context.Context) ([]*row, string, error) { return q.timeline(ctx, t) },
+				print:  func(rows []*row) error { return p.stream(rows, true) },
+			}
+			if err := fw.print(fw.fresh(rows)); err != nil {
+				return err
+			}
+			return fw.run(cmd.Context(), rv)
+		},
+	}
+	cmd.Flags().BoolVarP(&follow, "watch", "w", false, "Keep the timeline live: print every new or changed event as it happens.")
+	return cmd
+}

@@ -1,0 +1,162 @@
+package evctl
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/yaml"
+)
+
+// printer renders rows.
+type printer struct {
+	out           io.Writer
+	output        string // "", "wide", "json", "yaml"
+	allNamespaces bool
+	now           func() time.Time
+	headerDone    bool
+}
+
+func (p *printer) age(t time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(p.now().Sub(t))
+}
+
+// lastSeen is kubectl events' LAST SEEN cell, with the series state when
+// the recorder made it known: "47s (x4 over 7m17s, finished)".
+func (p *printer) lastSeen(r *row) string {
+	if r.count <= 1 {
+		return p.age(r.last)
+	}
+	s := fmt.Sprintf("%s (x%d over %s", p.age(r.last), r.count, p.age(r.first))
+	if r.state != "" {
+		s += ", " + r.state
+	}
+	return s + ")"
+}
+
+func source(ev *eventsv1.Event) string {
+	c, h := ev.ReportingController, ev.ReportingInstance
+	if c == "" {
+		c, h = ev.DeprecatedSource.Component, ev.DeprecatedSource.Host
+	}
+	if h == "" {
+		return c
+	}
+	return c + ", " + h
+}
+
+func related(ev *eventsv1.Event) string {
+	if r := ev.Related; r != nil {
+		return objectRef(r.Kind, r.Name)
+	}
+	return ""
+}
+
+// table prints rows as evctl get does, after a header unless one was
+// printed already (watch prints in batches).
+func (p *printer) table(rows []*row) error {
+	switch p.output {
+	case "json", "yaml":
+		return p.list(rows)
+	}
+	w := tabwriter.NewWriter(p.out, 0, 8, 3, ' ', 0)
+	wide := p.output == "wide"
+	if !p.headerDone {
+		p.headerDone = true
+		cols := []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}
+		if wide {
+			cols = []string{"LAST SEEN", "TYPE", "REASON", "ACTION", "OBJECT", "RELATED", "SOURCE", "FIRST SEEN", "COUNT", "NAME", "MESSAGE"}
+		}
+		if p.allNamespaces {
+			cols = append([]string{"NAMESPACE"}, cols...)
+		}
+		fmt.Fprintln(w, strings.Join(cols, "\t"))
+	}
+	for _, r := range rows {
+		ev := r.ev
+		cells := []string{p.lastSeen(r), ev.Type, ev.Reason, objectRef(ev.Regarding.Kind, ev.Regarding.Name), trimmed(ev.Note)}
+		if wide {
+			cells = []string{p.lastSeen(r), ev.Type, ev.Reason, ev.Action, objectRef(ev.Regarding.Kind, ev.Regarding.Name),
+				related(ev), source(ev), p.age(r.first), fmt.Sprint(r.count), ev.Name, trimmed(ev.Note)}
+		}
+		if p.allNamespaces {
+			cells = append([]string{ev.Namespace}, cells...)
+		}
+		fmt.Fprintln(w, strings.Join(cells, "\t"))
+	}
+	return w.Flush()
+}
+
+// list prints rows as an events.k8s.io/v1 EventList (JSON or YAML), or
+// for a watch one Event per document.
+func (p *printer) list(rows []*row) error {
+	l := &eventsv1.EventList{TypeMeta: metav1.TypeMeta{Kind: "EventList", APIVersion: "events.k8s.io/v1"}, Items: []eventsv1.Event{}}
+	for _, r := range rows {
+		ev := *r.ev
+		ev.TypeMeta = metav1.TypeMeta{Kind: "Event", APIVersion: "events.k8s.io/v1"}
+		l.Items = append(l.Items, ev)
+	}
+	b, err := json.MarshalIndent(l, "", "    ")
+	if err != nil {
+		return err
+	}
+	if p.output == "yaml" {
+		if b, err = yaml.JSONToYAML(b); err != nil {
+			return err
+		}
+	} else {
+		b = append(b, '\n')
+	}
+	_, err = p.out.Write(b)
+	return err
+}
+
+// timeFormat is how the timeline shows instants: absolute, in UTC, so a
+// timeline reads the same whenever and wherever it is printed.
+const timeFormat = "2006-01-02T15:04:05Z"
+
+// timeline prints rows in event-time order: each event at its first
+// occurrence, a series as the range it spans with its count and state.
+func (p *printer) timeline(rows []*row) error {
+	switch p.output {
+	case "json", "yaml":
+		return p.list(rows)
+	}
+	w := tabwriter.NewWriter(p.out, 0, 8, 3, ' ', 0)
+	if !p.headerDone {
+		p.headerDone = true
+		cols := "TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tROLE\tOBJECT\tMESSAGE"
+		if p.output == "wide" {
+			cols = "TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tACTION\tROLE\tOBJECT\tRELATED\tSOURCE\tNAMESPACE\tNAME\tMESSAGE"
+		}
+		fmt.Fprintln(w, cols)
+	}
+	for _, r := range rows {
+		ev := r.ev
+		until, count := "", "1"
+		if r.count > 1 {
+			until = r.last.UTC().Format(timeFormat)
+			count = fmt.Sprintf("x%d", r.count)
+			if r.state != "" {
+				count += " " + r.state
+			}
+		}
+		cells := []string{r.first.UTC().Format(timeFormat), until, count, ev.Type, ev.Reason, r.role,
+			objectRef(ev.Regarding.Kind, ev.Regarding.Name), trimmed(ev.Note)}
+		if p.output == "wide" {
+			cells = []string{r.first.UTC().Format(timeFormat), until, count, ev.Type, ev.Reason, ev.Action, r.role,
+				objectRef(ev.Regarding.Kind, ev.Regarding.Name), related(ev), source(ev), ev.Namespace, ev.Name, trimmed(ev.Note)}
+		}
+		fmt.Fprintln(w, strings.Join(cells, "\t"))
+	}
+	return w.Flush()
+}

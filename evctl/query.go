@@ -1,0 +1,238 @@
+package evctl
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+)
+
+// filter is what the user asked to see.
+type filter struct {
+	target                                    *target
+	typ, reason, action, controller, instance string
+	since                                     time.Duration
+	now                                       func() time.Time
+}
+
+// upstream returns the field selector every API server accepts for f.
+func (f filter) upstream() fields.Set {
+	s := fields.Set{}
+	if t := f.target; t != nil {
+		s["regarding.kind"], s["regarding.name"] = t.kind, t.name
+	}
+	add := func(k, v string) {
+		if v != "" {
+			s[k] = v
+		}
+	}
+	add("type", f.typ)
+	add("reason", f.reason)
+	add("reportingController", f.controller)
+	return s
+}
+
+// extension returns the terms only eventsd accepts.
+func (f filter) extension() fields.Set {
+	s := fields.Set{}
+	if f.action != "" {
+		s["action"] = f.action
+	}
+	if f.instance != "" {
+		s["reportingInstance"] = f.instance
+	}
+	return s
+}
+
+// matches applies every filter on the client: whatever the server could
+// not select on, and nothing more (it agrees with the server elsewhere).
+func (f filter) matches(r *row) bool {
+	ev := r.ev
+	if t := f.target; t != nil {
+		reg := ev.Regarding
+		if reg.Kind != t.kind || reg.Name != t.name || (t.namespaced && reg.Namespace != t.namespace) {
+			return false
+		}
+	}
+	for _, c := range []struct{ want, got string }{
+		{f.typ, ev.Type}, {f.reason, ev.Reason}, {f.action, ev.Action},
+		{f.controller, controllerOf(ev)}, {f.instance, ev.ReportingInstance},
+	} {
+		if c.want != "" && c.want != c.got {
+			return false
+		}
+	}
+	return f.since <= 0 || !r.last.Before(f.now().Add(-f.since))
+}
+
+// controllerOf is who reported ev: the reporting controller, or for a
+// legacy event its source component.
+func controllerOf(ev *eventsv1.Event) string {
+	if ev.ReportingController != "" {
+		return ev.ReportingController
+	}
+	return ev.DeprecatedSource.Component
+}
+
+// querier lists and watches events, using eventsd's extensions when the
+// server turns out to accept them.
+type querier struct {
+	cs kubernetes.Interface
+	// ext is whether the server accepts the extension selectors: unknown
+	// (nil) until a query that needs them has been tried.
+	ext *bool
+}
+
+func (q *querier) extensions() bool { return q.ext == nil || *q.ext }
+
+func (q *querier) noExtensions() {
+	f := false
+	q.ext = &f
+}
+
+// isUnsupportedField reports whether err is a server refusing a field
+// label, as kube-apiserver does for eventsd's extensions.
+func isUnsupportedField(err error) bool {
+	return apierrors.IsBadRequest(err) && strings.Contains(err.Error(), "field label not supported")
+}
+
+// listAll lists every event in ns matching selector, page by page, and
+// returns them with the list's resourceVersion.
+func (q *querier) listAll(ctx context.Context, ns, selector string) ([]eventsv1.Event, string, error) {
+	var out []eventsv1.Event
+	opts := metav1.ListOptions{FieldSelector: selector, Limit: 500}
+	rv := ""
+	for {
+		l, err := q.cs.EventsV1().Events(ns).List(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		if rv == "" {
+			rv = l.ResourceVersion
+		}
+		out = append(out, l.Items...)
+		if l.Continue == "" {
+			return out, rv, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
+// list returns the events f selects in ns ("" for all): server-side as far
+// as the server can, the rest here.
+func (q *querier) list(ctx context.Context, ns string, f filter) ([]*row, string, error) {
+	sel := f.upstream()
+	if ext := f.extension(); len(ext) > 0 && q.extensions() {
+		all := fields.Set{}
+		for k, v := range sel {
+			all[k] = v
+		}
+		for k, v := range ext {
+			all[k] = v
+		}
+		items, rv, err := q.listAll(ctx, ns, all.String())
+		if err == nil {
+			t := true
+			q.ext = &t
+			return keep(items, f.matches), rv, nil
+		}
+		if !isUnsupportedField(err) {
+			return nil, "", err
+		}
+		q.noExtensions()
+	}
+	items, rv, err := q.listAll(ctx, ns, sel.String())
+	if err != nil {
+		return nil, "", err
+	}
+	return keep(items, f.matches), rv, nil
+}
+
+func keep(items []eventsv1.Event, ok func(*row) bool) []*row {
+	var out []*row
+	for i := range items {
+		if r := newRow(&items[i]); ok(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// involvement says how an event concerns t: as its regarding object, as
+// its related object, or not at all ("").
+func involvement(ev *eventsv1.Event, t target) string {
+	same := func(kind, name, ns string) bool {
+		return kind == t.kind && name == t.name && (!t.namespaced || ns == t.namespace)
+	}
+	if same(ev.Regarding.Kind, ev.Regarding.Name, ev.Regarding.Namespace) {
+		return "regarding"
+	}
+	if r := ev.Related; r != nil && same(r.Kind, r.Name, r.Namespace) {
+		return "related"
+	}
+	return ""
+}
+
+// involvesSelector is eventsd's one-query selector for t's events.
+func involvesSelector(t target) string {
+	s := fields.Set{"involves.kind": t.kind, "involves.name": t.name}
+	if t.namespaced {
+		s["involves.namespace"] = t.namespace
+	}
+	return s.String()
+}
+
+// timeline returns every event that concerns t, as regarding or related
+// object, with the resourceVersion to watch from. eventsd answers one
+// involves.* query; another server gets the regarding query, and the
+// related events are found in a list of every namespace, since no
+// upstream selector reaches the related object.
+func (q *querier) timeline(ctx context.Context, t target) ([]*row, string, error) {
+	if q.extensions() {
+		items, rv, err := q.listAll(ctx, metav1.NamespaceAll, involvesSelector(t))
+		if err == nil {
+			tr := true
+			q.ext = &tr
+			return withRoles(items, t), rv, nil
+		}
+		if !isUnsupportedField(err) {
+			return nil, "", err
+		}
+		q.noExtensions()
+	}
+	ns := t.namespace
+	regarding, _, err := q.listAll(ctx, ns, fields.Set{"regarding.kind": t.kind, "regarding.name": t.name}.String())
+	if err != nil {
+		return nil, "", err
+	}
+	all, rv, err := q.listAll(ctx, metav1.NamespaceAll, "")
+	if err != nil {
+		return nil, "", err
+	}
+	seen := map[string]bool{}
+	var items []eventsv1.Event
+	for _, ev := range append(regarding, all...) {
+		if involvement(&ev, t) != "" && !seen[string(ev.UID)] {
+			seen[string(ev.UID)] = true
+			items = append(items, ev)
+		}
+	}
+	return withRoles(items, t), rv, nil
+}
+
+func withRoles(items []eventsv1.Event, t target) []*row {
+	var out []*row
+	for i := range items {
+		if role := involvement(&items[i], t); role != "" {
+			r := newRow(&items[i])
+			r.role = role
+			out = append(out, r)
+		}
+	}
+	return out
+}

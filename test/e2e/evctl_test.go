@@ -1,0 +1,271 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubevents/kubevents/evctl"
+	"github.com/kubevents/kubevents/events"
+	"github.com/kubevents/kubevents/internal/eventsdtest"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	clientevents "k8s.io/client-go/tools/events"
+	clientrecord "k8s.io/client-go/tools/record"
+)
+
+// evctlRun runs evctl in process against url and returns its output.
+func evctlRun(t *testing.T, url string, args ...string) (string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := evctl.NewCommand(&out, &errOut)
+	cmd.SetArgs(append([]string{"--server", url}, args...))
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("evctl %v: %v\n%s", args, err, errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
+// evctlWrite writes the fixture through the recorders users have: the
+// kubelet's legacy recorder (client-go tools/record), a scheduler on
+// client-go's events recorder, and a controller on this project's.
+func evctlWrite(t *testing.T, cs kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "web-uid"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "node-uid"}}
+
+	cg := clientevents.NewBroadcaster(&clientevents.EventSinkImpl{Interface: cs.EventsV1()})
+	cgctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := cg.StartRecordingToSinkWithContext(cgctx); err != nil {
+		t.Fatal(err)
+	}
+	cg.NewRecorder(scheme.Scheme, "node-controller").Eventf(node, nil, corev1.EventTypeNormal, "NodeReady", "Check", "node-1 is ready")
+	evctlWait(t, cs, 1)
+
+	ours := events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: cs.EventsV1()}, events.WithHostname("h"))
+	if err := ours.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		ours.NewRecorder(scheme.Scheme, "example.com/scheduler").Eventf(web, node, corev1.EventTypeNormal, "Scheduled", "Binding", "assigned default/web to node-1")
+	}
+	ours.Shutdown()
+	evctlWait(t, cs, 2)
+
+	legacy := clientrecord.NewBroadcaster()
+	legacy.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	rec := legacy.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: "node-1"})
+	for i := 0; i < 5; i++ {
+		rec.Event(web, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l, _ := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "reason=BackOff"})
+		if len(l.Items) == 1 && l.Items[0].Count == 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the legacy recorder's count did not reach 5: %+v", l.Items)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	legacy.Shutdown()
+	cg.Shutdown()
+}
+
+func evctlWait(t *testing.T, cs kubernetes.Interface, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l, err := cs.CoreV1().Events("").List(context.Background(), metav1.ListOptions{})
+		if err == nil && len(l.Items) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited for %d events", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// evctlLines returns the lines of out that contain s.
+func evctlLines(out, s string) []string {
+	var got []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			got = append(got, l)
+		}
+	}
+	return got
+}
+
+// TestEvctl: get and timeline against eventsd with its extensions, and
+// against eventsd with them switched off (as any other API server), give
+// the same answers.
+func TestEvctl(t *testing.T) {
+	t.Parallel()
+	var timelines [2][]string
+	for i, ext := range []bool{true, false} {
+		p := eventsdtest.Start(t, eventsdtest.Options{Args: []string{fmt.Sprintf("--extensions=%v", ext)}})
+		evctlWrite(t, p.Clientset())
+		url := p.URL
+
+		out, _ := evctlRun(t, url, "get", "--for", "pod/web")
+		if l := evctlLines(out, "BackOff"); len(l) != 1 || !strings.Contains(l[0], "(x5 over") || !strings.Contains(l[0], "Pod/web") {
+			t.Errorf("ext=%v get --for pod/web, BackOff: %q\n%s", ext, l, out)
+		}
+		if l := evctlLines(out, "Scheduled"); len(l) != 1 || !strings.Contains(l[0], "(x3 over") || !strings.Contains(l[0], ", ongoing)") {
+			t.Errorf("ext=%v get --for pod/web, Scheduled: %q\n%s", ext, l, out)
+		}
+		if strings.Contains(out, "NodeReady") {
+			t.Errorf("ext=%v: an event about the node in pod/web's list:\n%s", ext, out)
+		}
+
+		for _, c := range []struct{ flag, value, want string }{
+			{"--action", "Binding", "Scheduled"},
+			{"--instance", "example.com/scheduler-h", "Scheduled"},
+			{"--controller", "kubelet", "BackOff"},
+			{"--type", "warning", "BackOff"},
+		} {
+			out, _ := evctlRun(t, url, "get", c.flag, c.value)
+			if got := strings.Count(out, "\n"); got != 2 || !strings.Contains(out, c.want) {
+				t.Errorf("ext=%v get %s %s: want the header and one %s row:\n%s", ext, c.flag, c.value, c.want, out)
+			}
+		}
+		out, errOut := evctlRun(t, url, "get", "--reason", "Nothing")
+		if out != "" || !strings.Contains(errOut, "No events found in default namespace.") {
+			t.Errorf("ext=%v empty get: %q %q", ext, out, errOut)
+		}
+		out, _ = evctlRun(t, url, "get", "-A", "-o", "json")
+		var l eventsv1.EventList
+		if err := json.Unmarshal([]byte(out), &l); err != nil || len(l.Items) != 3 {
+			t.Errorf("ext=%v get -o json: %v, %d items", ext, err, len(l.Items))
+		}
+
+		// The node's timeline: its own event, then the pod's scheduling
+		// where it is the related object, in time order.
+		out, _ = evctlRun(t, url, "timeline", "node/node-1")
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+			f := strings.Fields(line)
+			timelines[i] = append(timelines[i], strings.Join(f[2:], " "))
+		}
+		if len(timelines[i]) != 2 || !strings.Contains(timelines[i][0], "NodeReady regarding Node/node-1") ||
+			!strings.Contains(timelines[i][1], "x3 ongoing Normal Scheduled related Pod/web") {
+			t.Errorf("ext=%v timeline node/node-1:\n%s", ext, out)
+		}
+	}
+	if strings.Join(timelines[0], "\n") != strings.Join(timelines[1], "\n") {
+		t.Errorf("with and without extensions the timelines differ:\n%q\n%q", timelines[0], timelines[1])
+	}
+}
+
+// lockedBuffer is a goroutine-safe output for a running evctl.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestEvctlWatchSurvivesRestart: evctl watch keeps printing across a
+// kill -9 and restart of eventsd, resuming from the last resourceVersion:
+// every change once, none twice, none missing.
+func TestEvctlWatchSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	p := eventsdtest.Start(t, eventsdtest.Options{})
+	cs := p.Clientset()
+	ctx := context.Background()
+	create := func(i int) {
+		t.Helper()
+		_, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("step-%d", i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default", UID: types.UID("web-uid")},
+			Reason:         "Step", Message: fmt.Sprintf("step %d happened", i), Type: "Normal", Count: 1,
+			FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(),
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(0)
+	out := &lockedBuffer{}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		cmd := evctl.NewCommand(out, out)
+		cmd.SetArgs([]string{"--server", p.URL, "watch", "--reason", "Step"})
+		done <- cmd.ExecuteContext(wctx)
+	}()
+	waitFor := func(what string, ok func(string) bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !ok(out.String()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("evctl watch did not print %s:\n%s", what, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	has := func(msgs ...string) func(string) bool {
+		return func(s string) bool {
+			for _, m := range msgs {
+				if !strings.Contains(s, m) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitFor("the existing event", has("step 0 happened"))
+	create(1)
+	create(2)
+	waitFor("live events", has("step 1 happened", "step 2 happened"))
+
+	p.Kill()
+	p.Restart()
+	create(3)
+	if _, err := cs.CoreV1().Events("default").Patch(ctx, "step-1", types.StrategicMergePatchType,
+		[]byte(`{"count":2,"message":"step 1 happened again"}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	create(4)
+	waitFor("the events after the restart", has("step 3 happened", "step 1 happened again", "step 4 happened"))
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, m := range []string{"step 0 happened", "step 2 happened", "step 3 happened", "step 4 happened", "step 1 happened again"} {
+		if n := strings.Count(got, m); n != 1 {
+			t.Errorf("%q printed %d times, want once:\n%s", m, n, got)
+		}
+	}
+	if n := strings.Count(got, "step 1 happened\n"); n != 1 {
+		t.Errorf("step 1's first state printed %d times:\n%s", n, got)
+	}
+	if strings.Count(got, "LAST SEEN") != 1 {
+		t.Errorf("the header should be printed once:\n%s", got)
+	}
+}
