@@ -269,3 +269,55 @@ func TestEvctlWatchSurvivesRestart(t *testing.T) {
 		t.Errorf("the header should be printed once:\n%s", got)
 	}
 }
+
+// TestEvctlTimelineWatch: a live timeline picks up new events where the
+// object is the related one, with and without eventsd's extensions.
+func TestEvctlTimelineWatch(t *testing.T) {
+	t.Parallel()
+	for _, ext := range []bool{true, false} {
+		p := eventsdtest.Start(t, eventsdtest.Options{Args: []string{fmt.Sprintf("--extensions=%v", ext)}})
+		cs := p.Clientset()
+		ctx := context.Background()
+		mk := func(name, reason string, regarding corev1.ObjectReference, related *corev1.ObjectReference) {
+			t.Helper()
+			_, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+				ObjectMeta: metav1.ObjectMeta{Name: name}, InvolvedObject: regarding, Related: related,
+				Reason: reason, Message: name, Type: "Normal", Count: 1, FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(),
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		node := corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: "node-1"}
+		pod := func(n string) corev1.ObjectReference {
+			return corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "default", Name: n}
+		}
+		mk("node-ready", "NodeReady", node, nil)
+		out := &lockedBuffer{}
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			cmd := evctl.NewCommand(out, out)
+			cmd.SetArgs([]string{"--server", p.URL, "timeline", "node/node-1", "--watch"})
+			done <- cmd.ExecuteContext(wctx)
+		}()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), "node-ready") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		mk("unrelated", "Pulled", pod("db"), nil)
+		mk("scheduled-web", "Scheduled", pod("web"), &node)
+		for !strings.Contains(out.String(), "scheduled-web") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		if l := evctlLines(got, "scheduled-web"); len(l) != 1 || !strings.Contains(l[0], "related") ||
+			strings.Contains(got, "unrelated") || len(evctlLines(got, "node-ready")) != 1 {
+			t.Errorf("ext=%v live timeline:\n%s", ext, got)
+		}
+	}
+}
