@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -25,11 +26,31 @@ type Runtime interface {
 
 // EventStream is an open GetContainerEvents stream.
 type EventStream interface {
+	// Header blocks until the runtime has answered the stream with headers
+	// (or its first event), returning them, or returns nil metadata when
+	// the stream ended without any (its error is then Recv's).
+	Header() (metadata.MD, error)
+	// Recv returns the next event, or the error that ended the stream.
 	Recv() (*runtimeapi.ContainerEventResponse, error)
 }
 
+// PodLifecycleEventGenerator is what a PLEG's consumer uses.
+type PodLifecycleEventGenerator interface {
+	// Start starts generating events; calling it again does nothing.
+	Start()
+	// Stop stops every goroutine of the PLEG and returns when they are
+	// gone; after it returns, the PLEG writes nothing more to its cache.
+	Stop()
+	// Watch returns the channel events are sent on.
+	Watch() <-chan *PodLifecycleEvent
+	// Healthy reports whether the PLEG keeps up, with the reason if not.
+	Healthy() (bool, error)
+}
+
 // criRuntime is Runtime over a CRI gRPC connection.
-type criRuntime struct{ c runtimeapi.RuntimeServiceClient }
+type criRuntime struct {
+	c runtimeapi.RuntimeServiceClient
+}
 
 // NewCRIRuntime returns the Runtime of the CRI RuntimeService at conn.
 func NewCRIRuntime(conn grpc.ClientConnInterface) Runtime {
