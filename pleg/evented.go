@@ -23,7 +23,7 @@ import (
 // EventedConfig configures an evented PLEG. Zero fields take the defaults.
 type EventedConfig struct {
 	// Clock is the node's clock (clock.RealClock).
-	Clock clock.WithTicker
+	Clock clock.Clock
 	// ChannelCapacity is the event channel's (DefaultChannelCapacity).
 	ChannelCapacity int
 	// Metrics receives the PLEG's metrics (NewMetrics, unregistered).
@@ -57,6 +57,9 @@ type EventedConfig struct {
 	// ProbePeriod is how often a PLEG that fell back tries the stream
 	// again, in case the runtime was upgraded (DefaultProbePeriod).
 	ProbePeriod time.Duration
+	// ConfirmAfter is how long a stream must stay open, without headers
+	// or events, to count as established (DefaultConfirmAfter).
+	ConfirmAfter time.Duration
 	// WatermarkPeriod is how often a live stream advances the cache's
 	// stream watermark (DefaultWatermarkPeriod).
 	WatermarkPeriod time.Duration
@@ -75,6 +78,7 @@ const (
 	DefaultMaxEmptyStreams = 3
 	DefaultProbePeriod     = 10 * time.Minute
 	DefaultWatermarkPeriod = 1 * time.Second
+	DefaultConfirmAfter    = 1 * time.Second
 	DefaultStreamLag       = 200 * time.Millisecond
 )
 
@@ -83,8 +87,11 @@ var DefaultBackoff = []time.Duration{0, 1 * time.Second, 2 * time.Second, 4 * ti
 	16 * time.Second, 32 * time.Second, 64 * time.Second}
 
 func (c EventedConfig) withDefaults() EventedConfig {
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
 	g := GenericConfig{ChannelCapacity: c.ChannelCapacity, Clock: c.Clock, Metrics: c.Metrics, Logger: c.Logger}.withDefaults()
-	c.ChannelCapacity, c.Clock, c.Metrics, c.Logger = g.ChannelCapacity, g.Clock, g.Metrics, g.Logger
+	c.ChannelCapacity, c.Metrics, c.Logger = g.ChannelCapacity, g.Metrics, g.Logger
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -98,6 +105,7 @@ func (c EventedConfig) withDefaults() EventedConfig {
 	def(&c.StableAfter, DefaultStableAfter)
 	def(&c.ProbePeriod, DefaultProbePeriod)
 	def(&c.WatermarkPeriod, DefaultWatermarkPeriod)
+	def(&c.ConfirmAfter, DefaultConfirmAfter)
 	def(&c.StreamLag, DefaultStreamLag)
 	if c.QueueSize <= 0 {
 		c.QueueSize = DefaultQueueSize
@@ -121,7 +129,7 @@ type EventedPLEG struct {
 	cache   *Cache
 	emitter *emitter
 	cfg     EventedConfig
-	clock   clock.WithTicker
+	clock   clock.Clock
 	metrics *Metrics
 	log     logr.Logger
 
@@ -214,7 +222,7 @@ func (e *EventedPLEG) Start() {
 	e.wg.Add(3)
 	go e.connectLoop(ctx)
 	go e.processLoop(ctx)
-	go e.watermarkLoop(ctx)
+	go e.watermarkLoop(ctx, e.clock.Now())
 }
 
 // Stop stops following the stream, applying events and relisting, and
@@ -280,6 +288,7 @@ func (e *EventedPLEG) connectLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		endedAt := e.clock.Now()
 		e.metrics.ConnectionErrors.Inc()
 		e.streamDown()
 		switch {
@@ -313,28 +322,39 @@ func (e *EventedPLEG) connectLoop(ctx context.Context) {
 		if e.retryHook != nil {
 			e.retryHook(delay)
 		}
-		if !e.sleep(ctx, delay) {
+		if !e.sleepUntil(ctx, endedAt.Add(delay)) {
 			return
 		}
 	}
 }
 
-// sleep waits d on the clock; false if ctx ended first.
-func (e *EventedPLEG) sleep(ctx context.Context, d time.Duration) bool {
+// sleepUntil waits until the clock reads t (an absolute deadline, so
+// that a clock that moved while the caller was busy still counts); false
+// if ctx ended first.
+func (e *EventedPLEG) sleepUntil(ctx context.Context, t time.Time) bool {
+	d := t.Sub(e.clock.Now())
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
-	t := e.clock.NewTimer(d)
-	defer t.Stop()
+	timer := e.clock.NewTimer(d)
+	defer timer.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C():
+	case <-timer.C():
 		return true
 	}
 }
 
 // follow opens a stream and queues its events until it ends.
+//
+// The stream counts as established (ConnectionSuccess, evented mode) when
+// the runtime answers it with headers or an event, or when it has stayed
+// open ConfirmAfter without an answer: containerd and CRI-O send headers
+// only with the first event, so a quiet node's stream shows nothing, while
+// a runtime without events (Unimplemented, or disabled) ends the stream at
+// once. Unlike upstream, a stream that fails at once is never counted as
+// a success.
 func (e *EventedPLEG) follow(ctx context.Context) streamResult {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -342,23 +362,54 @@ func (e *EventedPLEG) follow(ctx context.Context) streamResult {
 	if err != nil {
 		return streamResult{err: err}
 	}
-	var since time.Time
-	established := false
+	var (
+		mu          sync.Mutex
+		established bool
+		ended       bool
+		since       time.Time
+	)
+	confirm := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !established && !ended {
+			established, since = true, e.established()
+		}
+	}
+	timer := e.clock.NewTimer(e.cfg.ConfirmAfter)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-timer.C():
+			confirm()
+		case <-done:
+		}
+	}()
+	defer func() {
+		close(done)
+		timer.Stop()
+		wg.Wait()
+	}()
 	if md, _ := s.Header(); md != nil {
-		since, established = e.established(), true
+		confirm()
 	}
 	for {
 		ev, err := s.Recv()
 		if err != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			ended = true
 			r := streamResult{established: established, err: err}
 			if established {
 				r.upFor = e.clock.Since(since)
 			}
 			return r
 		}
-		if !established {
-			since, established = e.established(), true
-		}
+		confirm()
+		e.pending.Add(1) // before counting it, so that a reader of both never sees it in neither
+		e.metrics.Notifications.Inc()
 		e.enqueue(ev)
 	}
 }
@@ -408,7 +459,6 @@ func (e *EventedPLEG) fallBack(err error, why string) {
 // stream; when the queue is full the event is discarded, counted, and a
 // relist recovers it.
 func (e *EventedPLEG) enqueue(ev *runtimeapi.ContainerEventResponse) {
-	e.pending.Add(1)
 	select {
 	case e.queue <- ev:
 		return
@@ -443,17 +493,19 @@ func (e *EventedPLEG) processLoop(ctx context.Context) {
 	}
 }
 
-func (e *EventedPLEG) watermarkLoop(ctx context.Context) {
+// watermarkLoop considers the watermark every WatermarkPeriod from start.
+func (e *EventedPLEG) watermarkLoop(ctx context.Context, start time.Time) {
 	defer e.wg.Done()
-	t := e.clock.NewTicker(e.cfg.WatermarkPeriod)
-	defer t.Stop()
+	next := start
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			e.advanceWatermark()
+		next = next.Add(e.cfg.WatermarkPeriod)
+		if now := e.clock.Now(); next.Before(now) {
+			next = now // do not run missed ticks one after another
 		}
+		if !e.sleepUntil(ctx, next) {
+			return
+		}
+		e.advanceWatermark()
 	}
 }
 
@@ -480,7 +532,6 @@ func (e *EventedPLEG) advanceWatermark() {
 // container (or sandbox) dropped from the cache. An event older than the
 // cache's entry changes nothing and sends nothing.
 func (e *EventedPLEG) process(ev *runtimeapi.ContainerEventResponse) {
-	e.metrics.Notifications.Inc()
 	sb := ev.GetPodSandboxStatus()
 	if sb.GetMetadata().GetUid() == "" {
 		e.metrics.InvalidEvents.Inc()

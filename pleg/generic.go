@@ -55,7 +55,7 @@ type GenericConfig struct {
 	// (DefaultChannelCapacity).
 	ChannelCapacity int
 	// Clock is the node's clock (clock.RealClock).
-	Clock clock.WithTicker
+	Clock clock.Clock
 	// Metrics receives the PLEG's metrics (NewMetrics, unregistered).
 	Metrics *Metrics
 	// Logger logs (klog's).
@@ -97,7 +97,7 @@ type GenericPLEG struct {
 	runtime Runtime
 	cache   *Cache
 	emitter *emitter
-	clock   clock.WithTicker
+	clock   clock.Clock
 	metrics *Metrics
 	log     logr.Logger
 
@@ -347,6 +347,9 @@ func (g *GenericPLEG) relist(parent context.Context) {
 			continue
 		}
 		st, ts, err := inspect(ctx, g.runtime, r.current, start, g.clock.Now())
+		if ctx.Err() != nil {
+			return // stopping (or timed out): leave everything for the next relist
+		}
 		if err != nil {
 			if ok, n := g.inspLimit.Allow(); ok {
 				g.log.Error(err, "Inspecting pod failed; its events wait for the next relist", "pod", id, "suppressed", n)
