@@ -658,3 +658,58 @@ func TestEventedStopStart(t *testing.T) {
 		t.Fatalf("after a restart: %s, %v", states(st), err)
 	}
 }
+
+// containerd and CRI-O send headers only with the first event: a quiet
+// stream counts as established once it has stayed open ConfirmAfter.
+func TestEventedQuietStream(t *testing.T) {
+	clkEnv := newEnv(t, fakecri.Options{})
+	// A second runtime, like a real one: no headers until an event.
+	r := fakecri.New(fakecri.Options{Clock: clkEnv.clk})
+	t.Cleanup(r.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := r.Dial(ctx)
+	must(t, err)
+	t.Cleanup(func() { conn.Close() })
+	e := &env{t: t, clk: clkEnv.clk, rt: r, cri: NewCRIRuntime(conn), m: NewMetrics(), log: clkEnv.log}
+
+	p := e.evented(EventedConfig{})
+	eventually(t, func() bool { return r.Stats().Subscribers == 1 }, "the stream")
+	if p.InUse() || e.count(e.m.ConnectionSuccess) != 0 {
+		t.Fatal("a stream nobody answered counted as established at once")
+	}
+	e.clk.Step(DefaultConfirmAfter)
+	e.waitLive(p)
+	if got := e.count(e.m.ConnectionSuccess); got != 1 {
+		t.Fatalf("connection success %v", got)
+	}
+}
+
+// A stale event replayed after a reconnect (containerd 2.x keeps 5
+// minutes of them) about a pod that is gone does not leave a ghost: the
+// next relist sweeps it and tells the consumer it went.
+func TestEventedStaleReplay(t *testing.T) {
+	e := newEnv(t, fakecri.Options{})
+	cfg := EventedConfig{Clock: e.clk, Metrics: e.m, Logger: e.log}
+	p := NewEvented(e.cri, cfg)
+	// Before anyone subscribes: p7 comes and goes, and the events of its
+	// going are lost; those of its coming are kept for the next subscriber.
+	e.at(1)
+	s7 := e.rt.RunPodSandbox("p7", "default", "gone", 0)
+	e.rt.DropNext(2)
+	must(t, e.rt.RemovePodSandbox(s7)) // STOPPED, DELETED: lost
+	e.at(2)
+	p.Start()
+	t.Cleanup(p.Stop)
+	e.waitLive(p)
+	e.waitNotified(p, 2) // the stale CREATED and STARTED
+	// Whether they were applied before the relist that followed the
+	// connection (which swept them) or after (the next one does), the
+	// consumer hears p7 come and go, and the cache forgets it.
+	e.at(3)
+	p.Generic().Relist()
+	expectEvents(t, p.Watch(), "ContainerStarted("+s7+")", "ContainerDied("+s7+")", "ContainerRemoved("+s7+")")
+	if p.Cache().has("p7") {
+		t.Fatal("a ghost pod stayed in the cache")
+	}
+}

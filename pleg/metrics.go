@@ -10,13 +10,20 @@ import (
 // kubelet_ prefix they are exposed under, so existing dashboards work),
 // and the ones KEP-3386 asked for that upstream never shipped.
 type Metrics struct {
-	ConnectionErrors  prometheus.Counter
+	// ConnectionErrors counts event streams that failed or ended.
+	ConnectionErrors prometheus.Counter
+	// ConnectionSuccess counts event streams established.
 	ConnectionSuccess prometheus.Counter
-	EventLatency      prometheus.Histogram
-	Discards          prometheus.Counter
-	RelistDuration    prometheus.Histogram
-	RelistInterval    prometheus.Histogram
-	LastSeen          prometheus.Gauge
+	// EventLatency observes the time from an event's creation in the
+	// runtime to its processing.
+	EventLatency prometheus.Histogram
+	// Discards counts PLEG events the consumer's full channel refused.
+	Discards prometheus.Counter
+	// RelistDuration and RelistInterval observe relists.
+	RelistDuration, RelistInterval prometheus.Histogram
+	// LastSeen is when the PLEG was last seen healthy (Unix seconds).
+	LastSeen prometheus.Gauge
+	// RunningPods and RunningContainers count what runs, by state.
 	RunningPods       prometheus.Gauge
 	RunningContainers *prometheus.GaugeVec
 	// Notifications counts events received from the runtime stream.
