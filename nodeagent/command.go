@@ -1,0 +1,187 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientevents "k8s.io/client-go/tools/events"
+
+	"github.com/kubevents/kubevents/events"
+	"github.com/kubevents/kubevents/pleg"
+)
+
+// ReportingController is the reporting controller of the agent's events.
+const ReportingController = "kubevents.io/nodeagent"
+
+// Options are the nodeagent command's flags.
+type Options struct {
+	RuntimeEndpoint string
+	Kubeconfig      string
+	Server          string
+	NodeName        string
+	MetricsAddr     string
+	PLEG            string
+	LogLevel        string
+	ShutdownTimeout time.Duration
+	// Ready, when set, receives the metrics server's address once the
+	// agent runs (for tests that listen on port 0).
+	Ready func(metricsAddr string)
+}
+
+// NewCommand returns the nodeagent command, logging to stderr.
+func NewCommand(stderr io.Writer) *cobra.Command {
+	o := Options{}
+	cmd := &cobra.Command{
+		Use:   "nodeagent",
+		Short: "Record pod lifecycle Events from a CRI runtime's event stream",
+		Long: `nodeagent follows a CRI runtime (its GetContainerEvents stream, relisting
+every 5 minutes, or every second while the stream is down or the runtime has
+none) and records Kubernetes Events about pods to an API server: a container
+started, a container exited with its exit code, and BackOff while a container
+keeps failing. Repeats become event series, not a flood.`,
+		Example: `  nodeagent --runtime-endpoint unix:///run/containerd/containerd.sock --server http://127.0.0.1:8080
+  nodeagent --runtime-endpoint unix:///tmp/fakecri.sock --kubeconfig ~/.kube/config --node-name node-1`,
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return Run(cmd.Context(), o, stderr)
+		},
+	}
+	host, _ := os.Hostname()
+	f := cmd.Flags()
+	f.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "", "The CRI runtime's endpoint, unix:///path/to.sock (required).")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig of the API server to record events to.")
+	f.StringVar(&o.Server, "server", "", "URL of the API server to record events to (overrides the kubeconfig's).")
+	f.StringVar(&o.NodeName, "node-name", host, "Node name, in the events' reporting instance.")
+	f.StringVar(&o.MetricsAddr, "metrics-addr", "127.0.0.1:9470", "Address serving /metrics and /healthz; empty to serve none.")
+	f.StringVar(&o.PLEG, "pleg", "evented", "evented (follow the runtime's event stream, relisting rarely) or generic (relist every second).")
+	f.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info, warn or error.")
+	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "How long to write pending event counts on SIGTERM or SIGINT.")
+	return cmd
+}
+
+// Run runs the agent until ctx ends, then writes what it has pending.
+func Run(ctx context.Context, o Options, stderr io.Writer) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := logr.FromSlogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if !strings.HasPrefix(o.RuntimeEndpoint, "unix://") || len(o.RuntimeEndpoint) <= len("unix://") {
+		return fmt.Errorf("--runtime-endpoint %q: want unix:///path/to.sock", o.RuntimeEndpoint)
+	}
+	if o.PLEG != "evented" && o.PLEG != "generic" {
+		return fmt.Errorf("--pleg %q: want evented or generic", o.PLEG)
+	}
+	restCfg, err := restConfig(o)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("API server client: %w", err)
+	}
+	conn, err := grpc.NewClient(o.RuntimeEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("CRI client for %s: %w", o.RuntimeEndpoint, err)
+	}
+	defer conn.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	pm := pleg.NewMetrics()
+	if err := pm.Register(reg); err != nil {
+		return fmt.Errorf("registering PLEG metrics: %w", err)
+	}
+	plegLog := log.WithName("pleg")
+	var p interface {
+		pleg.PodLifecycleEventGenerator
+		Cache() *pleg.Cache
+	}
+	rt := pleg.NewCRIRuntime(conn)
+	if o.PLEG == "evented" {
+		p = pleg.NewEvented(rt, pleg.EventedConfig{Metrics: pm, Logger: &plegLog})
+	} else {
+		p = pleg.NewGeneric(rt, pleg.GenericConfig{Metrics: pm, Logger: &plegLog})
+	}
+
+	b := events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: client.EventsV1()},
+		events.WithHostname(o.NodeName), events.WithLogger(log.WithName("events")), events.WithMetrics(reg),
+		events.WithShutdownTimeout(o.ShutdownTimeout))
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		return err
+	}
+	defer b.Shutdown() // writes the series' pending counts
+	rec := b.NewRecorder(scheme.Scheme, ReportingController)
+	agentLog := log.WithName("agent")
+	agent := New(p.Watch(), p.Cache(), rec, Config{Logger: &agentLog, Registerer: reg})
+
+	if o.MetricsAddr != "" {
+		lis, err := net.Listen("tcp", o.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+			if ok, err := p.Healthy(); !ok {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := hs.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error(err, "metrics server")
+			}
+		}()
+		defer hs.Close()
+		if o.Ready != nil {
+			o.Ready(lis.Addr().String())
+		}
+	} else if o.Ready != nil {
+		o.Ready("")
+	}
+
+	log.Info("Recording pod lifecycle events", "runtime", o.RuntimeEndpoint, "apiServer", restCfg.Host,
+		"pleg", o.PLEG, "metrics", o.MetricsAddr, "node", o.NodeName)
+	p.Start()
+	agent.Run(ctx)
+	p.Stop()
+	log.Info("Stopping; writing pending event counts")
+	return nil
+}
+
+func restConfig(o Options) (*rest.Config, error) {
+	if o.Kubeconfig == "" && o.Server == "" {
+		return nil, errors.New("one of --kubeconfig or --server is required")
+	}
+	if o.Kubeconfig == "" {
+		return &rest.Config{Host: o.Server}, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags(o.Server, o.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return cfg, nil
+}

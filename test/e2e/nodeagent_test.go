@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubevents/kubevents/events"
+	"github.com/kubevents/kubevents/fakecri"
+	"github.com/kubevents/kubevents/internal/eventsdtest"
+	"github.com/kubevents/kubevents/nodeagent"
+)
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// scrape returns the counters of a Prometheus endpoint by name and labels.
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for name, f := range fams {
+		for _, m := range f.Metric {
+			key := name
+			for _, l := range m.Label {
+				key += fmt.Sprintf("{%s=%s}", l.GetName(), l.GetValue())
+			}
+			switch {
+			case m.Counter != nil:
+				out[key] = m.Counter.GetValue()
+			case m.Gauge != nil:
+				out[key] = m.Gauge.GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// TestNodeagentCrashloop: fakecri runs its crashloop scenario on a unix
+// socket, nodeagent follows it and records to a real eventsd; the stored
+// events are one series per reason, counting every start, exit and
+// back-off the runtime went through.
+func TestNodeagentCrashloop(t *testing.T) {
+	srv := eventsdtest.Start(t, eventsdtest.Options{})
+	rt := fakecri.New(fakecri.Options{})
+	defer rt.Close()
+	endpoint, stopCRI, err := rt.Listen("unix://" + filepath.Join(t.TempDir(), "cri.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopCRI()
+
+	var logs syncBuffer
+	agentCtx, stopAgent := context.WithCancel(context.Background())
+	defer stopAgent()
+	ready := make(chan string, 1)
+	agentDone := make(chan error, 1)
+	go func() {
+		agentDone <- nodeagent.Run(agentCtx, nodeagent.Options{
+			RuntimeEndpoint: endpoint, Server: srv.URL, NodeName: "node-1", MetricsAddr: "127.0.0.1:0",
+			PLEG: "evented", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
+			Ready: func(addr string) { ready <- addr },
+		}, &logs)
+	}()
+	var metrics string
+	select {
+	case addr := <-ready:
+		metrics = "http://" + addr
+	case err := <-agentDone:
+		t.Fatalf("nodeagent: %v\n%s", err, logs.String())
+	}
+	eventuallyE2E(t, func() bool { return scrape(t, metrics+"/metrics")["kubelet_evented_pleg_in_use"] == 1 }, "the agent following the stream")
+	resp, err := http.Get(metrics + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(body)) != "ok" {
+		t.Fatalf("/healthz: %d %s", resp.StatusCode, body)
+	}
+
+	// The crashloop, 50 times faster than the kubelet's: runs of 100 ms,
+	// back-offs of 200 ms, 400 ms, 800 ms ...
+	scCtx, stopScenario := context.WithCancel(context.Background())
+	scDone := make(chan error, 1)
+	go func() {
+		scDone <- rt.RunScenario(scCtx, fakecri.ScenarioCrashloop, fakecri.ScenarioOptions{TimeScale: 50})
+	}()
+	eventuallyE2E(t, func() bool {
+		return scrape(t, metrics+"/metrics")["nodeagent_events_recorded_total{reason=BackOff}"] >= 3
+	}, "three back-offs")
+	stopScenario()
+	if err := <-scDone; err != nil {
+		t.Fatal(err)
+	}
+
+	// What the agent must have recorded, from the runtime's final state.
+	var last *runtimeapi.ContainerStatus
+	for _, p := range rt.Pods() {
+		if p.Sandbox.GetMetadata().GetName() == "crash" {
+			last = p.Containers[len(p.Containers)-1]
+		}
+	}
+	starts := int(last.Metadata.Attempt) + 1
+	exits := starts
+	if last.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		exits--
+	}
+	want := map[string]int{"Started": starts, "Exited": exits, "BackOff": exits - 1}
+	eventuallyE2E(t, func() bool {
+		m := scrape(t, metrics+"/metrics")
+		for reason, n := range want {
+			if m["nodeagent_events_recorded_total{reason="+reason+"}"] != float64(n) {
+				return false
+			}
+		}
+		return true
+	}, fmt.Sprintf("the agent to record %v", want))
+
+	// Stopping writes the series' counts.
+	stopAgent()
+	if err := <-agentDone; err != nil {
+		t.Fatalf("nodeagent: %v", err)
+	}
+	list, err := srv.Clientset().EventsV1().Events("default").List(context.Background(),
+		metav1.ListOptions{FieldSelector: "regarding.name=crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, ev := range list.Items {
+		if _, dup := got[ev.Reason]; dup {
+			t.Errorf("a second %s event: the repeats did not form one series", ev.Reason)
+		}
+		got[ev.Reason] = count(&ev)
+		if ev.Regarding.Kind != "Pod" || ev.Regarding.UID != "uid-crash" || ev.Regarding.FieldPath != "spec.containers{app}" ||
+			ev.ReportingController != nodeagent.ReportingController || !strings.HasPrefix(ev.ReportingInstance, nodeagent.ReportingController+"-node-1") {
+			t.Errorf("event %s: regarding %+v, reported by %s/%s", ev.Reason, ev.Regarding, ev.ReportingController, ev.ReportingInstance)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("stored counts %v, want %v (%d crashes)", got, want, exits)
+	}
+	t.Logf("%d starts, %d exits, %d back-offs stored as %d events", want["Started"], want["Exited"], want["BackOff"], len(list.Items))
+}
+
+// count is how many occurrences an event stands for.
+func count(ev *eventsv1.Event) int {
+	if ev.Series != nil {
+		return int(ev.Series.Count)
+	}
+	if ev.Annotations[events.SeriesStateAnnotation] != "" {
+		return -1
+	}
+	return 1
+}
+
+func eventuallyE2E(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
