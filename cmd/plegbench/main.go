@@ -1,0 +1,376 @@
+// Command plegbench measures the generic and the evented PLEG side by side
+// against a CRI runtime (fakecri, started separately): the runtime RPCs
+// each makes per minute and the CPU it spends, at steady state and with
+// about one container state change per second, and the latency from a
+// state change to its PodLifecycleEvent.
+//
+//	go run ./cmd/fakecri --listen unix:///tmp/plegbench.sock --scenario steady --pods 100 --containers 5 &
+//	go run ./cmd/plegbench --runtime-endpoint unix:///tmp/plegbench.sock
+//
+// Steady state runs the PLEG on a fake clock through --steady simulated
+// minutes (relists happen as often as they would; the runtime is real), so
+// the evented PLEG's 300 s relists are counted without waiting for them.
+// The changing workload runs in real time for --churn per mode.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kubevents/kubevents/pleg"
+)
+
+type options struct {
+	endpoint string
+	steady   time.Duration
+	churn    time.Duration
+	modes    []string
+}
+
+func main() {
+	o := options{}
+	cmd := &cobra.Command{
+		Use:          "plegbench",
+		Short:        "Measure the generic and evented PLEG against a CRI runtime",
+		SilenceUsage: true,
+		Args:         cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return run(ctx, o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.endpoint, "runtime-endpoint", "unix:///tmp/plegbench.sock", "The runtime to measure against (fakecri --scenario steady).")
+	f.DurationVar(&o.steady, "steady", 10*time.Minute, "Simulated time of the steady-state measurement, per mode.")
+	f.DurationVar(&o.churn, "churn", 2*time.Minute, "Real time of the changing workload, per mode.")
+	f.StringSliceVar(&o.modes, "modes", []string{"generic", "evented"}, "PLEGs to measure.")
+	if err := cmd.Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+// counting is a pleg.Runtime that counts the calls made through it.
+type counting struct {
+	pleg.Runtime
+	unary, streams atomic.Int64
+}
+
+func (c *counting) ListPodSandbox(ctx context.Context) ([]*runtimeapi.PodSandbox, error) {
+	c.unary.Add(1)
+	return c.Runtime.ListPodSandbox(ctx)
+}
+
+func (c *counting) ListContainers(ctx context.Context, id string) ([]*runtimeapi.Container, error) {
+	c.unary.Add(1)
+	return c.Runtime.ListContainers(ctx, id)
+}
+
+func (c *counting) PodSandboxStatus(ctx context.Context, id string) (*runtimeapi.PodSandboxStatusResponse, error) {
+	c.unary.Add(1)
+	return c.Runtime.PodSandboxStatus(ctx, id)
+}
+
+func (c *counting) ContainerStatus(ctx context.Context, id string) (*runtimeapi.ContainerStatus, error) {
+	c.unary.Add(1)
+	return c.Runtime.ContainerStatus(ctx, id)
+}
+
+func (c *counting) GetContainerEvents(ctx context.Context) (pleg.EventStream, error) {
+	c.streams.Add(1)
+	return c.Runtime.GetContainerEvents(ctx)
+}
+
+// cpu returns the process's user+system CPU time.
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// plegUnderTest is either PLEG with what the benchmark needs of it.
+type plegUnderTest interface {
+	pleg.PodLifecycleEventGenerator
+}
+
+func newPLEG(mode string, rt pleg.Runtime, clk clock.Clock, m *pleg.Metrics) plegUnderTest {
+	if mode == "evented" {
+		return pleg.NewEvented(rt, pleg.EventedConfig{Clock: clk, Metrics: m})
+	}
+	return pleg.NewGeneric(rt, pleg.GenericConfig{Clock: clk, Metrics: m})
+}
+
+func relists(m *pleg.Metrics) uint64 {
+	var d dto.Metric
+	_ = m.RelistDuration.(prometheus.Metric).Write(&d)
+	return d.GetHistogram().GetSampleCount()
+}
+
+func value(c prometheus.Collector) float64 {
+	var d dto.Metric
+	_ = c.(prometheus.Metric).Write(&d)
+	if d.Counter != nil {
+		return d.Counter.GetValue()
+	}
+	return d.Gauge.GetValue()
+}
+
+// waitFor polls cond for up to a minute.
+func waitFor(ctx context.Context, what string, cond func() bool) error {
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return nil
+}
+
+// drainEvents discards a PLEG's events until stop is closed.
+func drainEvents(p plegUnderTest, stop <-chan struct{}, wg *sync.WaitGroup, seen func(*pleg.PodLifecycleEvent)) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case ev := <-p.Watch():
+				if seen != nil {
+					seen(ev)
+				}
+			}
+		}
+	}()
+}
+
+type result struct {
+	mode                    string
+	containers              int
+	steadyRPCs, steadyCPU   float64 // per simulated minute
+	churnRPCs, churnCPU     float64 // per real minute
+	streams                 int64
+	changes                 int
+	p50, p99, maxL          time.Duration
+	missed, discards, drops float64
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	conn, err := grpc.NewClient(o.endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	cri := runtimeapi.NewRuntimeServiceClient(conn)
+	list, err := cri.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return fmt.Errorf("listing the runtime's containers: %w", err)
+	}
+	var results []result
+	for _, mode := range o.modes {
+		if mode != "generic" && mode != "evented" {
+			return fmt.Errorf("--modes: unknown PLEG %q", mode)
+		}
+		r := result{mode: mode, containers: len(list.Containers)}
+		if err := steady(ctx, o, conn, mode, &r); err != nil {
+			return fmt.Errorf("%s steady state: %w", mode, err)
+		}
+		if err := churn(ctx, o, conn, cri, mode, &r); err != nil {
+			return fmt.Errorf("%s changing workload: %w", mode, err)
+		}
+		results = append(results, r)
+		fmt.Fprintf(os.Stderr, "%s done\n", mode)
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLEG\tcontainers\tsteady RPC/min\tsteady CPU ms/min\t1/s RPC/min\t1/s CPU ms/min\tchanges\tlatency p50\tp99\tmax\tstreams\tmissed")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%v\t%v\t%v\t%d\t%.0f\n", r.mode, r.containers,
+			r.steadyRPCs, r.steadyCPU, r.churnRPCs, r.churnCPU, r.changes,
+			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.maxL.Round(10*time.Microsecond), r.streams, r.missed)
+	}
+	return tw.Flush()
+}
+
+// steady runs the PLEG on a fake clock through o.steady of simulated time
+// with the runtime unchanged.
+func steady(ctx context.Context, o options, conn *grpc.ClientConn, mode string, r *result) error {
+	clk := clocktesting.NewFakeClock(time.Now())
+	m := pleg.NewMetrics()
+	rt := &counting{Runtime: pleg.NewCRIRuntime(conn)}
+	p := newPLEG(mode, rt, clk, m)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	drainEvents(p, stop, &wg, nil)
+	defer func() { p.Stop(); close(stop); wg.Wait() }()
+	p.Start()
+	if err := waitFor(ctx, "the first relist", func() bool { return relists(m) >= 1 }); err != nil {
+		return err
+	}
+	if mode == "evented" {
+		// The stream counts as established after a second open.
+		clk.Step(time.Second)
+		if err := waitFor(ctx, "the stream", func() bool { return value(m.EventedInUse) == 1 && relists(m) >= 2 }); err != nil {
+			return err
+		}
+	}
+	time.Sleep(2 * time.Second) // let replayed events settle
+	unary0, cpu0, n0 := rt.unary.Load(), cpu(), relists(m)
+	steps := int(o.steady / time.Second)
+	for i := 1; i <= steps; i++ {
+		clk.Step(time.Second)
+		if mode == "generic" {
+			want := n0 + uint64(i)
+			if err := waitFor(ctx, "a relist", func() bool { return relists(m) >= want }); err != nil {
+				return err
+			}
+		} else if i%300 == 0 {
+			want := n0 + uint64(i/300)
+			if err := waitFor(ctx, "a relist", func() bool { return relists(m) >= want }); err != nil {
+				return err
+			}
+		}
+	}
+	minutes := o.steady.Minutes()
+	r.steadyRPCs = float64(rt.unary.Load()-unary0) / minutes
+	r.steadyCPU = float64((cpu() - cpu0).Milliseconds()) / minutes
+	return nil
+}
+
+// churn runs the PLEG in real time while, about every second, a container
+// is stopped (ContainerDied) or, the next time, replaced by a new one that
+// starts (ContainerStarted); it measures each change's latency, from the
+// CRI call to the PLEG event.
+func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi.RuntimeServiceClient, mode string, r *result) error {
+	m := pleg.NewMetrics()
+	rt := &counting{Runtime: pleg.NewCRIRuntime(conn)}
+	p := newPLEG(mode, rt, clock.RealClock{}, m)
+
+	type key struct {
+		t  pleg.PodLifeCycleEventType
+		id string
+	}
+	var mu sync.Mutex
+	pending := map[key]time.Time{}
+	var lat []time.Duration
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	drainEvents(p, stop, &wg, func(ev *pleg.PodLifecycleEvent) {
+		now := time.Now()
+		id, _ := ev.Data.(string)
+		mu.Lock()
+		defer mu.Unlock()
+		if t0, ok := pending[key{ev.Type, id}]; ok {
+			lat = append(lat, now.Sub(t0))
+			delete(pending, key{ev.Type, id})
+		}
+	})
+	defer func() { p.Stop(); close(stop); wg.Wait() }()
+	p.Start()
+	if err := waitFor(ctx, "the first relist", func() bool { return relists(m) >= 1 }); err != nil {
+		return err
+	}
+	if mode == "evented" {
+		if err := waitFor(ctx, "the stream", func() bool { return value(m.EventedInUse) == 1 && relists(m) >= 2 }); err != nil {
+			return err
+		}
+	}
+	sandboxes, err := cri.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return err
+	}
+	var victims []*runtimeapi.Container
+	list, err := cri.ListContainers(ctx, &runtimeapi.ListContainersRequest{
+		Filter: &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}})
+	if err != nil {
+		return err
+	}
+	victims = list.Containers
+	if len(victims) == 0 || len(sandboxes.Items) == 0 {
+		return errors.New("the runtime runs no containers: start fakecri with --scenario steady")
+	}
+
+	unary0, cpu0 := rt.unary.Load(), cpu()
+	start := time.Now()
+	changes := 0
+	var stopped *runtimeapi.Container
+	for time.Since(start) < o.churn {
+		// About one change a second, at a random phase: a fixed period
+		// would lock onto the generic PLEG's relists and bias its latency.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500*time.Millisecond + rand.N(time.Second)):
+		}
+		if stopped == nil {
+			c := victims[changes%len(victims)]
+			mu.Lock()
+			pending[key{pleg.ContainerDied, c.Id}] = time.Now()
+			mu.Unlock()
+			if _, err := cri.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.Id}); err != nil {
+				return err
+			}
+			stopped = c
+		} else {
+			if _, err := cri.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: stopped.Id}); err != nil {
+				return err
+			}
+			md := stopped.Metadata
+			resp, err := cri.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: stopped.PodSandboxId,
+				Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: md.Name, Attempt: md.Attempt + 1}}})
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			pending[key{pleg.ContainerStarted, resp.ContainerId}] = time.Now()
+			mu.Unlock()
+			if _, err := cri.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err != nil {
+				return err
+			}
+			victims[changes%len(victims)] = &runtimeapi.Container{Id: resp.ContainerId, PodSandboxId: stopped.PodSandboxId,
+				Metadata: &runtimeapi.ContainerMetadata{Name: md.Name, Attempt: md.Attempt + 1}}
+			stopped = nil
+		}
+		changes++
+	}
+	elapsed := time.Since(start)
+	if err := waitFor(ctx, "the last changes' events", func() bool { mu.Lock(); defer mu.Unlock(); return len(pending) == 0 }); err != nil {
+		return err
+	}
+	minutes := elapsed.Minutes()
+	r.churnRPCs = float64(rt.unary.Load()-unary0) / minutes
+	r.churnCPU = float64((cpu() - cpu0).Milliseconds()) / minutes
+	r.streams = rt.streams.Load()
+	r.changes = changes
+	r.missed = value(m.MissedEvents)
+	mu.Lock()
+	slices.Sort(lat)
+	if n := len(lat); n > 0 {
+		r.p50, r.p99, r.maxL = lat[n/2], lat[min(n-1, n*99/100)], lat[n-1]
+	}
+	mu.Unlock()
+	return nil
+}
