@@ -41,7 +41,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// scrape returns the counters of a Prometheus endpoint by name and labels.
+// scrape returns the counters and gauges of a Prometheus endpoint by name
+// and labels, and each histogram's sample count as NAME_count.
 func scrape(t *testing.T, url string) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -66,6 +67,8 @@ func scrape(t *testing.T, url string) map[string]float64 {
 				out[key] = m.Counter.GetValue()
 			case m.Gauge != nil:
 				out[key] = m.Gauge.GetValue()
+			case m.Histogram != nil:
+				out[key+"_count"] = float64(m.Histogram.GetSampleCount())
 			}
 		}
 	}
