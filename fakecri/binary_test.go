@@ -1,14 +1,12 @@
 package fakecri
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,25 +14,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubevents/kubevents/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestBinary builds cmd/fakecri, runs it on a unix socket with a scenario
 // and a script, talks CRI to it, and stops it with SIGTERM.
@@ -59,7 +41,7 @@ func TestBinary(t *testing.T) {
 	sock := filepath.Join(dir, "cri.sock")
 	cmd := exec.Command(bin, "--listen", "unix://"+sock, "--scenario", "steady", "--pods", "3", "--containers", "2",
 		"--script", script, "--mode", "block", "--log-level", "debug")
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,28 +14,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/kubevents/kubevents/internal/syncbuf"
 )
 
 func TestMain(m *testing.M) {
 	// signal.NotifyContext starts os/signal's watcher, which never stops.
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("os/signal.signal_recv"), goleak.IgnoreTopFunction("os/signal.loop"))
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -55,7 +38,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestServe(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "cri.sock")
 	cmd := newCommand()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cmd.SetOut(&logs)
 	cmd.SetErr(&logs)
 	cmd.SetArgs([]string{"--listen", "unix://" + sock, "--scenario", "crashloop", "--time-scale", "1000", "--mode", "drop", "--unimplemented"})
@@ -120,7 +103,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"extra"}, "unknown command"},
 	} {
 		cmd := newCommand()
-		var out syncBuffer
+		var out syncbuf.Buffer
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)
 		cmd.SetArgs(append([]string{"--listen", "unix://" + filepath.Join(dir, "s.sock")}, tc.args...))

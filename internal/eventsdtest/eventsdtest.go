@@ -22,6 +22,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubevents/kubevents/internal/syncbuf"
 )
 
 // repoRoot is the module root, found from this file's location.
@@ -103,29 +105,10 @@ type Process struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
 	exitErr error
-	logs    *syncBuffer
+	logs    *syncbuf.Buffer
 
 	// Addr is host:port; URL is the base URL.
 	Addr, URL string
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write implements io.Writer.
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns what was written.
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 var addrRE = regexp.MustCompile(`msg="eventsd serving" addr=(\S+) url=(\S+)`)
@@ -140,7 +123,7 @@ func Start(t testing.TB, opts Options) *Process {
 	if opts.Listen == "" {
 		opts.Listen = "127.0.0.1:0"
 	}
-	p := &Process{t: t, opts: opts, logs: &syncBuffer{}}
+	p := &Process{t: t, opts: opts, logs: &syncbuf.Buffer{}}
 	p.start()
 	t.Cleanup(func() {
 		p.Kill()

@@ -23,12 +23,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubevents/kubevents/internal/eventsdtest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 const (

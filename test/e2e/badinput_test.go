@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubevents/kubevents/internal/eventsdtest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 // cgResponse is a raw HTTP response.

@@ -19,7 +19,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/kubevents/kubevents/internal/eventsdtest"
-	"github.com/kubevents/kubevents/nodeagent"
+	"github.com/kubevents/kubevents/internal/syncbuf"
 )
 
 // containerdConfig runs containerd's CRI plugin in private directories,
@@ -59,7 +59,7 @@ func startContainerd(t *testing.T) string {
 		filepath.Join(dir, "root"), filepath.Join(dir, "state"), sock), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cmd := exec.Command(bin, "--config", cfg)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -133,25 +133,8 @@ func TestContainerdFallback(t *testing.T) {
 	}
 
 	srv := eventsdtest.Start(t, eventsdtest.Options{})
-	var logs syncBuffer
-	agentCtx, stopAgent := context.WithCancel(context.Background())
-	defer stopAgent()
-	ready := make(chan string, 1)
-	agentDone := make(chan error, 1)
-	go func() {
-		agentDone <- nodeagent.Run(agentCtx, nodeagent.Options{
-			RuntimeEndpoint: "unix://" + sock, Server: srv.URL, NodeName: "node-1", MetricsAddr: "127.0.0.1:0",
-			PLEG: "evented", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
-			Ready: func(addr string) { ready <- addr },
-		}, &logs)
-	}()
-	var metrics string
-	select {
-	case addr := <-ready:
-		metrics = "http://" + addr
-	case err := <-agentDone:
-		t.Fatalf("nodeagent: %v\n%s", err, logs.String())
-	}
+	agent := startAgent(t, "unix://"+sock, srv.URL)
+	metrics, logs := agent.metrics, agent.logs
 
 	// Relisting every second: three relists after the fallback was logged.
 	eventuallyE2E(t, func() bool { return strings.Contains(logs.String(), "Falling back to relisting") }, "the fallback")
@@ -172,10 +155,7 @@ func TestContainerdFallback(t *testing.T) {
 		t.Errorf("/healthz: %d while relisting a live runtime", code)
 	}
 
-	stopAgent()
-	if err := <-agentDone; err != nil {
-		t.Fatalf("nodeagent: %v\n%s", err, logs.String())
-	}
+	agent.stop(t)
 	if strings.Contains(logs.String(), "level=ERROR") {
 		t.Errorf("an Unimplemented stream is not an error, but the agent logged one:\n%s", logs.String())
 	}

@@ -10,12 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubevents/kubevents/internal/eventsdtest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 // cgAck is an acknowledged create.

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubevents/kubevents/evctl"
-	"github.com/kubevents/kubevents/events"
-	"github.com/kubevents/kubevents/internal/eventsdtest"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +19,10 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	clientevents "k8s.io/client-go/tools/events"
 	clientrecord "k8s.io/client-go/tools/record"
+
+	"github.com/kubevents/kubevents/evctl"
+	"github.com/kubevents/kubevents/events"
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 // evctlRun runs evctl in process against url and returns its output.

@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubevents/kubevents/internal/eventsdtest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 // TestExtensionsInvolves: involves.* selects the events where an object is

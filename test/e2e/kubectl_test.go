@@ -19,12 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubevents/kubevents/internal/eventsdtest"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 // kubectlWaitTimeout bounds every wait for kubectl's output.

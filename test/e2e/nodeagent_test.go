@@ -1,14 +1,12 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,26 +18,9 @@ import (
 	"github.com/kubevents/kubevents/events"
 	"github.com/kubevents/kubevents/fakecri"
 	"github.com/kubevents/kubevents/internal/eventsdtest"
+	"github.com/kubevents/kubevents/internal/syncbuf"
 	"github.com/kubevents/kubevents/nodeagent"
 )
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // scrape returns the counters and gauges of a Prometheus endpoint by name
 // and labels, and each histogram's sample count as NAME_count.
@@ -89,25 +70,8 @@ func TestNodeagentCrashloop(t *testing.T) {
 	}
 	defer stopCRI()
 
-	var logs syncBuffer
-	agentCtx, stopAgent := context.WithCancel(context.Background())
-	defer stopAgent()
-	ready := make(chan string, 1)
-	agentDone := make(chan error, 1)
-	go func() {
-		agentDone <- nodeagent.Run(agentCtx, nodeagent.Options{
-			RuntimeEndpoint: endpoint, Server: srv.URL, NodeName: "node-1", MetricsAddr: "127.0.0.1:0",
-			PLEG: "evented", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
-			Ready: func(addr string) { ready <- addr },
-		}, &logs)
-	}()
-	var metrics string
-	select {
-	case addr := <-ready:
-		metrics = "http://" + addr
-	case err := <-agentDone:
-		t.Fatalf("nodeagent: %v\n%s", err, logs.String())
-	}
+	agent := startAgent(t, endpoint, srv.URL)
+	metrics := agent.metrics
 	eventuallyE2E(t, func() bool { return scrape(t, metrics+"/metrics")["kubelet_evented_pleg_in_use"] == 1 }, "the agent following the stream")
 	resp, err := http.Get(metrics + "/healthz")
 	if err != nil {
@@ -158,10 +122,7 @@ func TestNodeagentCrashloop(t *testing.T) {
 	}, fmt.Sprintf("the agent to record %v", want))
 
 	// Stopping writes the series' counts.
-	stopAgent()
-	if err := <-agentDone; err != nil {
-		t.Fatalf("nodeagent: %v", err)
-	}
+	agent.stop(t)
 	list, err := srv.Clientset().EventsV1().Events("default").List(context.Background(),
 		metav1.ListOptions{FieldSelector: "regarding.name=crash"})
 	if err != nil {
@@ -182,6 +143,56 @@ func TestNodeagentCrashloop(t *testing.T) {
 		t.Fatalf("stored counts %v, want %v (%d crashes)", got, want, exits)
 	}
 	t.Logf("%d starts, %d exits, %d back-offs stored as %d events", want["Started"], want["Exited"], want["BackOff"], len(list.Items))
+}
+
+// agent is a nodeagent.Run in the test's process.
+type agent struct {
+	metrics string // base URL of /metrics and /healthz
+	logs    *syncbuf.Buffer
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// startAgent runs nodeagent with the evented PLEG against a CRI endpoint,
+// recording to server, and returns once it serves its metrics. The test's
+// cleanup stops it if the test did not.
+func startAgent(t *testing.T, endpoint, server string) *agent {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &agent{logs: &syncbuf.Buffer{}, cancel: cancel, done: make(chan error, 1)}
+	ready := make(chan string, 1)
+	go func() {
+		a.done <- nodeagent.Run(ctx, nodeagent.Options{
+			RuntimeEndpoint: endpoint, Server: server, NodeName: "node-1", MetricsAddr: "127.0.0.1:0",
+			PLEG: "evented", LogLevel: "info", ShutdownTimeout: 10 * time.Second,
+			Ready: func(addr string) { ready <- addr },
+		}, a.logs)
+	}()
+	select {
+	case addr := <-ready:
+		a.metrics = "http://" + addr
+	case err := <-a.done:
+		cancel()
+		t.Fatalf("nodeagent: %v\n%s", err, a.logs.String())
+	}
+	t.Cleanup(func() {
+		if a.cancel != nil {
+			a.cancel()
+			<-a.done
+		}
+	})
+	return a
+}
+
+// stop stops the agent, which writes its pending event counts first, and
+// fails the test if it did not stop cleanly.
+func (a *agent) stop(t *testing.T) {
+	t.Helper()
+	a.cancel()
+	a.cancel = nil
+	if err := <-a.done; err != nil {
+		t.Fatalf("nodeagent: %v\n%s", err, a.logs.String())
+	}
 }
 
 // count is how many occurrences an event stands for.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kubevents/kubevents/events"
-	"github.com/kubevents/kubevents/internal/eventsdtest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -14,6 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	clientevents "k8s.io/client-go/tools/events"
+
+	"github.com/kubevents/kubevents/events"
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 func ourEventsPod(name string) *corev1.Pod {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubevents/kubevents/internal/eventsdtest"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +18,8 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 // cgRecorderWait bounds how long a recorder may take to write through.
