@@ -440,6 +440,30 @@ func (x *scriptRun) ctr(ref string) (string, error) {
 	return "", fmt.Errorf("no container %q", ref)
 }
 
+// onPod is a step that resolves the pod name (see scriptRun.pod) when it
+// runs and applies f to the sandbox ID.
+func onPod(name string, f func(x *scriptRun, sb string) error) runFunc {
+	return func(_ context.Context, x *scriptRun) error {
+		sb, err := x.pod(name)
+		if err != nil {
+			return err
+		}
+		return f(x, sb)
+	}
+}
+
+// onContainer is a step that resolves "pod/ctr" (see scriptRun.ctr) when
+// it runs and applies f to the container ID.
+func onContainer(ref string, f func(x *scriptRun, id string) error) runFunc {
+	return func(_ context.Context, x *scriptRun) error {
+		id, err := x.ctr(ref)
+		if err != nil {
+			return err
+		}
+		return f(x, id)
+	}
+}
+
 // args splits fields into positional arguments and key=value options,
 // checking the option keys against allowed and the positional count.
 func args(fields []string, positional int, allowed ...string) ([]string, map[string]string, error) {
@@ -563,16 +587,12 @@ func parseCommand(fields []string) (runFunc, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(_ context.Context, x *scriptRun) error {
-			sb, err := x.pod(pos[0])
-			if err != nil {
-				return err
-			}
+		return onPod(pos[0], func(x *scriptRun, sb string) error {
 			if cmd == "stop-pod" {
 				return x.r.StopPodSandbox(sb)
 			}
 			return x.r.RemovePodSandbox(sb)
-		}, nil
+		}), nil
 	case "set-pod":
 		pos, kv, err := args(rest, 1, "state")
 		if err != nil {
@@ -582,25 +602,17 @@ func parseCommand(fields []string) (runFunc, error) {
 		if !ok {
 			return nil, fmt.Errorf("want state=ready or state=notready, got %q", kv["state"])
 		}
-		return func(_ context.Context, x *scriptRun) error {
-			sb, err := x.pod(pos[0])
-			if err != nil {
-				return err
-			}
+		return onPod(pos[0], func(x *scriptRun, sb string) error {
 			return x.r.SetSandboxState(sb, state)
-		}, nil
+		}), nil
 	case "set-ip":
 		pos, _, err := args(rest, 2)
 		if err != nil {
 			return nil, err
 		}
-		return func(_ context.Context, x *scriptRun) error {
-			sb, err := x.pod(pos[0])
-			if err != nil {
-				return err
-			}
+		return onPod(pos[0], func(x *scriptRun, sb string) error {
 			return x.r.SetSandboxIP(sb, pos[1])
-		}, nil
+		}), nil
 	case "create":
 		pos, kv, err := args(rest, 1, "attempt", "id", "image")
 		if err != nil {
@@ -615,18 +627,14 @@ func parseCommand(fields []string) (runFunc, error) {
 		}
 		ref := pos[0]
 		podName, name, _ := strings.Cut(ref, "/")
-		return func(_ context.Context, x *scriptRun) error {
-			sb, err := x.pod(podName)
-			if err != nil {
-				return err
-			}
+		return onPod(podName, func(x *scriptRun, sb string) error {
 			id, err := x.r.CreateContainerSpec(ContainerSpec{ID: kv["id"], SandboxID: sb, Name: name, Attempt: attempt, Image: kv["image"]})
 			if err != nil {
 				return err
 			}
 			x.ctrs[ref] = id
 			return nil
-		}, nil
+		}), nil
 	case "start", "remove":
 		pos, _, err := args(rest, 1)
 		if err != nil {
@@ -635,16 +643,12 @@ func parseCommand(fields []string) (runFunc, error) {
 		if err := checkRef(pos[0]); err != nil {
 			return nil, err
 		}
-		return func(_ context.Context, x *scriptRun) error {
-			id, err := x.ctr(pos[0])
-			if err != nil {
-				return err
-			}
+		return onContainer(pos[0], func(x *scriptRun, id string) error {
 			if cmd == "start" {
 				return x.r.StartContainer(id)
 			}
 			return x.r.RemoveContainer(id)
-		}, nil
+		}), nil
 	case "stop":
 		pos, kv, err := args(rest, 1, "exit")
 		if err != nil {
@@ -657,13 +661,9 @@ func parseCommand(fields []string) (runFunc, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(_ context.Context, x *scriptRun) error {
-			id, err := x.ctr(pos[0])
-			if err != nil {
-				return err
-			}
+		return onContainer(pos[0], func(x *scriptRun, id string) error {
 			return x.r.StopContainer(id, code)
-		}, nil
+		}), nil
 	case "set":
 		pos, kv, err := args(rest, 1, "state", "exit")
 		if err != nil {
@@ -680,13 +680,9 @@ func parseCommand(fields []string) (runFunc, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(_ context.Context, x *scriptRun) error {
-			id, err := x.ctr(pos[0])
-			if err != nil {
-				return err
-			}
+		return onContainer(pos[0], func(x *scriptRun, id string) error {
 			return x.r.SetContainerState(id, state, code)
-		}, nil
+		}), nil
 	case "sleep":
 		pos, _, err := args(rest, 1)
 		if err != nil {
