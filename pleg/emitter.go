@@ -93,13 +93,6 @@ func (e *emitter) emit(evs []*PodLifecycleEvent) map[string]bool {
 	return news
 }
 
-// forgetPod drops what was sent about a pod that no longer exists.
-func (e *emitter) forgetPod(id types.UID) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.sent, id)
-}
-
 // removalEvents returns the events that tell the consumer a pod it was
 // told of is gone: Died for what it last heard running, and Removed.
 func (e *emitter) removalEvents(id types.UID) []*PodLifecycleEvent {

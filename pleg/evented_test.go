@@ -129,18 +129,26 @@ func TestEventedStopAndDelete(t *testing.T) {
 	}
 }
 
-// Scenario 11: the sandbox is deleted: the pod leaves the cache.
+// Scenario 11: the sandbox is deleted: the pod leaves the cache, and the
+// next relist, which finds it gone, does not report it again.
 func TestEventedSandboxDeleted(t *testing.T) {
 	e, p := live(t, fakecri.Options{}, EventedConfig{})
 	startedPod(t, e, p)
+	e.nextRelist(p.Generic(), 300*time.Second) // the relist knows the pod
+	expectEvents(t, p.Watch())
 	before := e.count(e.m.Notifications)
-	e.at(2)
+	e.clk.Step(time.Second)
 	must(t, e.rt.RemovePodSandbox("s1"))
 	// fakecri stops what runs (c1, s1), removes c1, then s1.
 	e.waitNotified(p, int(before)+4)
 	expectEvents(t, p.Watch(), "ContainerDied(c1)", "ContainerRemoved(c1)", "ContainerDied(s1)", "ContainerRemoved(s1)")
 	if p.Cache().has("p1") {
 		t.Fatal("p1 still cached")
+	}
+	e.nextRelist(p.Generic(), 300*time.Second)
+	expectEvents(t, p.Watch())
+	if got := e.count(e.m.MissedEvents); got != 0 {
+		t.Errorf("missed events %v after a relist of what the stream reported", got)
 	}
 	// A late event about the pod cannot bring it back.
 	if got := p.Cache().Set("p1", podStatus("p1", nil), nil, rt(1.5), false); got != Rejected {

@@ -375,7 +375,6 @@ func (g *GenericPLEG) relist(parent context.Context) {
 	// replayed for a pod long gone) are gone too.
 	for _, id := range g.cache.sweep(func(id types.UID) bool { return pods[id] != nil }, start) {
 		g.emitter.emit(g.emitter.removalEvents(id))
-		g.emitter.forgetPod(id)
 	}
 	g.emitter.retain(func(id types.UID) bool { return g.records[id] != nil || g.cache.has(id) })
 	g.cache.UpdateTime(start)
@@ -384,11 +383,13 @@ func (g *GenericPLEG) relist(parent context.Context) {
 	g.done.Store(seq)
 }
 
-// advance makes the current relist's view of a pod the old one.
+// advance makes the current relist's view of a pod the old one. What the
+// emitter sent about a pod that is gone is kept until this relist's events
+// are sent (so the stream's reports of its removal are not repeated) and
+// dropped by the emitter's retain at the end of the relist.
 func (g *GenericPLEG) advance(id types.UID, r *podRecord) {
 	if r.current == nil {
 		delete(g.records, id)
-		g.emitter.forgetPod(id)
 		return
 	}
 	g.emitter.prune(id, r.current.states())
