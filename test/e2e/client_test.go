@@ -212,6 +212,27 @@ func cgNewNames(items []eventsv1.Event) []string {
 	return out
 }
 
+// cgAllPages follows a paginated list from opts to its last page, at most
+// maxPages+1 pages, and returns the names of every page in order.
+func cgAllPages(t *testing.T, maxPages int, opts metav1.ListOptions, list func(metav1.ListOptions) (names []string, cont string, err error)) []string {
+	t.Helper()
+	var got []string
+	for page := 0; ; page++ {
+		if page > maxPages {
+			t.Fatal("pagination does not end")
+		}
+		names, cont, err := list(opts)
+		if err != nil {
+			t.Fatalf("page %d: %v", page, err)
+		}
+		got = append(got, names...)
+		if cont == "" {
+			return got
+		}
+		opts.Continue = cont
+	}
+}
+
 func cgEqualNames(t *testing.T, what string, got, want []string) {
 	t.Helper()
 	if !slices.Equal(got, want) {
@@ -610,41 +631,23 @@ func TestClientList(t *testing.T) {
 		// in (namespace, name) order.
 		wantAll := append(append([]string{}, all...), "page/p00", "page/p01", "page/p02", "page/p03", "page/p04",
 			"page/p05", "page/p05x", "page/p06", "page/p07", "page/p08", "page/p09", "page/p10")
-		got = nil
-		nopts := metav1.ListOptions{Limit: 2}
-		for page := 0; ; page++ {
-			if page > 20 {
-				t.Fatal("pagination does not end")
-			}
-			l, err := cs.EventsV1().Events("").List(ctx, nopts)
+		got = cgAllPages(t, 20, metav1.ListOptions{Limit: 2}, func(o metav1.ListOptions) ([]string, string, error) {
+			l, err := cs.EventsV1().Events("").List(ctx, o)
 			if err != nil {
-				t.Fatalf("page %d: %v", page, err)
+				return nil, "", err
 			}
-			got = append(got, cgNewNames(l.Items)...)
-			if l.Continue == "" {
-				break
-			}
-			nopts.Continue = l.Continue
-		}
+			return cgNewNames(l.Items), l.Continue, nil
+		})
 		cgEqualNames(t, "paginated all-namespaces list", got, wantAll)
 
 		// Pagination with a selector.
-		got = nil
-		sopts := metav1.ListOptions{Limit: 1, FieldSelector: "involvedObject.name=pod-x"}
-		for page := 0; ; page++ {
-			if page > 10 {
-				t.Fatal("pagination does not end")
-			}
-			l, err := cs.CoreV1().Events("").List(ctx, sopts)
+		got = cgAllPages(t, 10, metav1.ListOptions{Limit: 1, FieldSelector: "involvedObject.name=pod-x"}, func(o metav1.ListOptions) ([]string, string, error) {
+			l, err := cs.CoreV1().Events("").List(ctx, o)
 			if err != nil {
-				t.Fatalf("page %d: %v", page, err)
+				return nil, "", err
 			}
-			got = append(got, cgCoreNames(l.Items)...)
-			if l.Continue == "" {
-				break
-			}
-			sopts.Continue = l.Continue
-		}
+			return cgCoreNames(l.Items), l.Continue, nil
+		})
 		cgEqualNames(t, "paginated selector list", got, []string{"list-a/k1", "list-b/m1", "list-b/z1"})
 	})
 }

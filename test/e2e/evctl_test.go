@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/kubevents/kubevents/evctl"
 	"github.com/kubevents/kubevents/events"
 	"github.com/kubevents/kubevents/internal/eventsdtest"
+	"github.com/kubevents/kubevents/internal/syncbuf"
 )
 
 // evctlRun runs evctl in process against url and returns its output.
@@ -172,24 +172,6 @@ func TestEvctl(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a goroutine-safe output for a running evctl.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestEvctlWatchSurvivesRestart: evctl watch keeps printing across a
 // kill -9 and restart of eventsd, resuming from the last resourceVersion:
 // every change once, none twice, none missing.
@@ -211,7 +193,7 @@ func TestEvctlWatchSurvivesRestart(t *testing.T) {
 		}
 	}
 	create(0)
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -294,7 +276,7 @@ func TestEvctlTimelineWatch(t *testing.T) {
 			return corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "default", Name: n}
 		}
 		mk("node-ready", "NodeReady", node, nil)
-		out := &lockedBuffer{}
+		out := &syncbuf.Buffer{}
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {

@@ -5,7 +5,6 @@ package e2e
 // documented in shared/reference/kubectl.md and api-server.md.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevents/kubevents/internal/eventsdtest"
+	"github.com/kubevents/kubevents/internal/syncbuf"
 )
 
 // kubectlWaitTimeout bounds every wait for kubectl's output.
@@ -801,29 +800,11 @@ func TestKubectlEvents(t *testing.T) {
 	})
 }
 
-// kubectlSyncBuffer is a goroutine-safe output buffer.
-type kubectlSyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *kubectlSyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *kubectlSyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // kubectlBackground is a long-running kubectl (a watch).
 type kubectlBackground struct {
 	args           []string
 	cancel         context.CancelFunc
-	stdout, stderr *kubectlSyncBuffer
+	stdout, stderr *syncbuf.Buffer
 	done           chan struct{}
 	err            error
 }
@@ -833,7 +814,7 @@ type kubectlBackground struct {
 func kubectlStartBackground(t *testing.T, kubeconfig string, args ...string) *kubectlBackground {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	bg := &kubectlBackground{args: args, cancel: cancel, stdout: &kubectlSyncBuffer{}, stderr: &kubectlSyncBuffer{}, done: make(chan struct{})}
+	bg := &kubectlBackground{args: args, cancel: cancel, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, eventsdtest.Kubectl(t), append([]string{"--kubeconfig", kubeconfig, "--cache-dir", t.TempDir()}, args...)...)
 	cmd.Stdout, cmd.Stderr = bg.stdout, bg.stderr
 	cmd.WaitDelay = 5 * time.Second
