@@ -117,14 +117,14 @@ func (q *eventQueue) publish(evs ...*resp) {
 		q.mu.Lock()
 		q.stats.Published++
 		q.mu.Unlock()
-		if q.r.takeDrop() {
+		drop, f := q.r.takeDrop()
+		if drop {
 			q.mu.Lock()
 			q.stats.FaultDropped++
 			q.mu.Unlock()
 			q.r.log.Info("event dropped (fault)", "container", ev.ContainerId, "type", ev.ContainerEventType)
 			continue
 		}
-		f := q.r.Faults()
 		q.reorderStage(ev, &f)
 		if f.Duplicate {
 			q.reorderStage(ev, &f)
@@ -159,7 +159,7 @@ func (q *eventQueue) flushHeld() {
 	q.held = nil
 	q.mu.Unlock()
 	if held != nil {
-		f := q.r.Faults()
+		f := q.r.faultsSnapshot()
 		q.delayStage(held, &f)
 	}
 }

@@ -79,6 +79,24 @@ func (r *Runtime) Faults() Faults {
 	return r.faults.clone()
 }
 
+// snapshotLocked returns a copy of the current faults without FailRPC,
+// which it leaves nil rather than clone: FailRPC must not be used from it
+// (read it through Faults). The caller holds faultsMu.
+func (r *Runtime) snapshotLocked() Faults {
+	f := r.faults
+	f.FailRPC = nil
+	return f
+}
+
+// faultsSnapshot returns the current faults as snapshotLocked does, for
+// the paths (one per event) that do not read FailRPC: FailRPC must not be
+// used from it.
+func (r *Runtime) faultsSnapshot() Faults {
+	r.faultsMu.Lock()
+	defer r.faultsMu.Unlock()
+	return r.snapshotLocked()
+}
+
 // SetFaults replaces every fault with f (the zero Faults clears them).
 func (r *Runtime) SetFaults(f Faults) {
 	r.faultsMu.Lock()
@@ -105,15 +123,17 @@ func (r *Runtime) DropNext(n int) {
 }
 
 // takeDrop reports whether the next event is to be dropped, counting
-// Faults.DropNext down.
-func (r *Runtime) takeDrop() bool {
+// Faults.DropNext down, and returns, under the same lock, the faults
+// after the count-down as faultsSnapshot does (FailRPC must not be used
+// from them).
+func (r *Runtime) takeDrop() (drop bool, f Faults) {
 	r.faultsMu.Lock()
 	defer r.faultsMu.Unlock()
 	if r.faults.DropNext > 0 {
 		r.faults.DropNext--
-		return true
+		drop = true
 	}
-	return false
+	return drop, r.snapshotLocked()
 }
 
 // BreakStreams ends every open GetContainerEvents stream with

@@ -1,10 +1,12 @@
 package fakecri
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -320,6 +322,7 @@ type ContainerSpec struct {
 // nowNS returns the runtime clock in ns.
 func (r *Runtime) nowNS() int64 { return r.clk.Now().UnixNano() }
 
+// idInUse reports whether id names a sandbox or a container.
 func (r *Runtime) idInUse(id string) bool {
 	_, a := r.sandboxes[id]
 	_, b := r.containers[id]
@@ -337,56 +340,83 @@ func (r *Runtime) RunPodSandbox(uid, namespace, name string, attempt uint32) str
 // RunPodSandboxSpec is RunPodSandbox with every field settable. It fails
 // only if spec.ID is already in use.
 func (r *Runtime) RunPodSandboxSpec(spec SandboxSpec) (string, error) {
+	var id string
+	err := r.mutate(func() ([]*resp, error) {
+		id = spec.ID
+		if id != "" && r.idInUse(id) {
+			return nil, fmt.Errorf("sandbox %q: %w", id, ErrExists)
+		}
+		if id == "" {
+			id = r.freeID("s", &r.nextSandbox)
+		} else {
+			r.nextSandbox++
+		}
+		n := r.nextSandbox
+		if spec.UID == "" {
+			spec.UID = id
+		}
+		if spec.Namespace == "" {
+			spec.Namespace = "default"
+		}
+		if spec.Name == "" {
+			spec.Name = spec.UID
+		}
+		if spec.IP == "" {
+			spec.IP = fmt.Sprintf("10.0.%d.%d", (n/254)%256, n%254+1)
+		}
+		labels := maps.Clone(spec.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelPodName] = spec.Name
+		labels[LabelPodNamespace] = spec.Namespace
+		labels[LabelPodUID] = spec.UID
+		r.seq++
+		sb := &sandbox{
+			id: id, seq: r.seq, uid: spec.UID, namespace: spec.Namespace, name: spec.Name, attempt: spec.Attempt,
+			state: runtimeapi.PodSandboxState_SANDBOX_READY, createdAt: r.nowNS(), ip: spec.IP,
+			labels: labels, annotations: maps.Clone(spec.Annotations),
+		}
+		r.sandboxes[id] = sb
+		evs := []*resp{
+			r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, sb),
+			r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, sb),
+		}
+		r.log.Info("RunPodSandbox", "sandbox", id, "uid", spec.UID, "namespace", spec.Namespace, "name", spec.Name, "attempt", spec.Attempt, "ip", spec.IP)
+		return evs, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// mutate runs fn, a state change, under opMu and mu, then publishes the
+// events it returns, in order, still under opMu (so events leave in the
+// order of the changes). If fn fails, nothing is published and its error
+// is returned.
+func (r *Runtime) mutate(fn func() ([]*resp, error)) error {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
 	r.mu.Lock()
-	id := spec.ID
-	if id != "" && r.idInUse(id) {
-		r.mu.Unlock()
-		return "", fmt.Errorf("sandbox %q: %w", id, ErrExists)
+	evs, err := fn()
+	r.mu.Unlock()
+	if err != nil {
+		return err
 	}
-	r.nextSandbox++
-	n := r.nextSandbox
-	if id == "" {
-		for id = "s" + strconv.FormatUint(n, 10); r.idInUse(id); id = "s" + strconv.FormatUint(n, 10) {
-			r.nextSandbox++
-			n = r.nextSandbox
+	r.ev.publish(evs...)
+	return nil
+}
+
+// freeID returns prefix+N for the first N after *next that names neither a
+// sandbox nor a container, and leaves *next at N. The caller holds mu.
+func (r *Runtime) freeID(prefix string, next *uint64) string {
+	for {
+		*next++
+		if id := prefix + strconv.FormatUint(*next, 10); !r.idInUse(id) {
+			return id
 		}
 	}
-	if spec.UID == "" {
-		spec.UID = id
-	}
-	if spec.Namespace == "" {
-		spec.Namespace = "default"
-	}
-	if spec.Name == "" {
-		spec.Name = spec.UID
-	}
-	if spec.IP == "" {
-		spec.IP = fmt.Sprintf("10.0.%d.%d", (n/254)%256, n%254+1)
-	}
-	labels := copyMap(spec.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[LabelPodName] = spec.Name
-	labels[LabelPodNamespace] = spec.Namespace
-	labels[LabelPodUID] = spec.UID
-	r.seq++
-	sb := &sandbox{
-		id: id, seq: r.seq, uid: spec.UID, namespace: spec.Namespace, name: spec.Name, attempt: spec.Attempt,
-		state: runtimeapi.PodSandboxState_SANDBOX_READY, createdAt: r.nowNS(), ip: spec.IP,
-		labels: labels, annotations: copyMap(spec.Annotations),
-	}
-	r.sandboxes[id] = sb
-	evs := []*runtimeapi.ContainerEventResponse{
-		r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, sb),
-		r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, sb),
-	}
-	r.mu.Unlock()
-	r.log.Info("RunPodSandbox", "sandbox", id, "uid", spec.UID, "namespace", spec.Namespace, "name", spec.Name, "attempt", spec.Attempt, "ip", spec.IP)
-	r.ev.publish(evs...)
-	return id, nil
 }
 
 // StopPodSandbox stops a sandbox: its RUNNING (or UNKNOWN) containers exit
@@ -394,33 +424,29 @@ func (r *Runtime) RunPodSandboxSpec(spec SandboxSpec) (string, error) {
 // NOTREADY, loses its IP (the network is torn down, as in containerd) and
 // emits STOPPED. Stopping a NOTREADY sandbox does nothing.
 func (r *Runtime) StopPodSandbox(id string) error {
-	r.opMu.Lock()
-	defer r.opMu.Unlock()
-	r.mu.Lock()
-	sb, ok := r.sandboxes[id]
-	if !ok {
-		r.mu.Unlock()
-		return fmt.Errorf("stop sandbox %q: %w", id, ErrNotFound)
-	}
-	evs := r.stopSandboxLocked(sb)
-	r.mu.Unlock()
-	if len(evs) > 0 {
-		r.log.Info("StopPodSandbox", "sandbox", id)
-	}
-	r.ev.publish(evs...)
-	return nil
+	return r.mutate(func() ([]*resp, error) {
+		sb, ok := r.sandboxes[id]
+		if !ok {
+			return nil, fmt.Errorf("stop sandbox %q: %w", id, ErrNotFound)
+		}
+		evs := r.stopSandboxLocked(sb)
+		if len(evs) > 0 {
+			r.log.Info("StopPodSandbox", "sandbox", id)
+		}
+		return evs, nil
+	})
 }
 
-func (r *Runtime) stopSandboxLocked(sb *sandbox) []*runtimeapi.ContainerEventResponse {
+// stopSandboxLocked stops sb (see StopPodSandbox) and returns the events,
+// none if it is already NOTREADY. The caller holds mu.
+func (r *Runtime) stopSandboxLocked(sb *sandbox) []*resp {
 	if sb.state == runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 		return nil
 	}
-	var evs []*runtimeapi.ContainerEventResponse
+	var evs []*resp
 	for _, cid := range sb.containers {
-		c := r.containers[cid]
-		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING || c.state == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
-			r.exitLocked(c, 137)
-			evs = append(evs, r.eventLocked(c.id, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, sb))
+		if ev := r.stopLocked(r.containers[cid], sb, 137); ev != nil {
+			evs = append(evs, ev)
 		}
 	}
 	sb.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
@@ -428,32 +454,39 @@ func (r *Runtime) stopSandboxLocked(sb *sandbox) []*runtimeapi.ContainerEventRes
 	return append(evs, r.eventLocked(sb.id, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, sb))
 }
 
+// stopLocked makes c, in sandbox sb, exit with exitCode if it is RUNNING or
+// UNKNOWN and returns its STOPPED event; otherwise it does nothing and
+// returns nil. The caller holds mu.
+func (r *Runtime) stopLocked(c *container, sb *sandbox, exitCode int32) *resp {
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING && c.state != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+		return nil
+	}
+	r.exitLocked(c, exitCode)
+	return r.eventLocked(c.id, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, sb)
+}
+
 // RemovePodSandbox removes a sandbox: it is stopped first if READY (see
 // StopPodSandbox), its containers are removed (a DELETED event each), then
 // the sandbox is removed and emits DELETED with its last status (NOTREADY)
 // and no container statuses.
 func (r *Runtime) RemovePodSandbox(id string) error {
-	r.opMu.Lock()
-	defer r.opMu.Unlock()
-	r.mu.Lock()
-	sb, ok := r.sandboxes[id]
-	if !ok {
-		r.mu.Unlock()
-		return fmt.Errorf("remove sandbox %q: %w", id, ErrNotFound)
-	}
-	evs := r.stopSandboxLocked(sb)
-	for len(sb.containers) > 0 {
-		cid := sb.containers[0]
-		sb.containers = sb.containers[1:]
-		delete(r.containers, cid)
-		evs = append(evs, r.eventLocked(cid, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, sb))
-	}
-	delete(r.sandboxes, id)
-	evs = append(evs, r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, sb))
-	r.mu.Unlock()
-	r.log.Info("RemovePodSandbox", "sandbox", id)
-	r.ev.publish(evs...)
-	return nil
+	return r.mutate(func() ([]*resp, error) {
+		sb, ok := r.sandboxes[id]
+		if !ok {
+			return nil, fmt.Errorf("remove sandbox %q: %w", id, ErrNotFound)
+		}
+		evs := r.stopSandboxLocked(sb)
+		for len(sb.containers) > 0 {
+			cid := sb.containers[0]
+			sb.containers = sb.containers[1:]
+			delete(r.containers, cid)
+			evs = append(evs, r.eventLocked(cid, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, sb))
+		}
+		delete(r.sandboxes, id)
+		evs = append(evs, r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, sb))
+		r.log.Info("RemovePodSandbox", "sandbox", id)
+		return evs, nil
+	})
 }
 
 // CreateContainer creates a container, CREATED, in a sandbox and emits its
@@ -472,83 +505,71 @@ func (r *Runtime) CreateContainerSpec(spec ContainerSpec) (string, error) {
 	if spec.Name == "" {
 		return "", errors.New("create container: empty name")
 	}
-	r.opMu.Lock()
-	defer r.opMu.Unlock()
-	r.mu.Lock()
-	sb, ok := r.sandboxes[spec.SandboxID]
-	if !ok {
-		r.mu.Unlock()
-		return "", fmt.Errorf("create container %q: sandbox %q: %w", spec.Name, spec.SandboxID, ErrNotFound)
-	}
-	id := spec.ID
-	if id != "" && r.idInUse(id) {
-		r.mu.Unlock()
-		return "", fmt.Errorf("container %q: %w", id, ErrExists)
-	}
-	if id == "" {
-		for {
-			r.nextCtr++
-			id = "c" + strconv.FormatUint(r.nextCtr, 10)
-			if !r.idInUse(id) {
-				break
-			}
+	var id string
+	err := r.mutate(func() ([]*resp, error) {
+		sb, ok := r.sandboxes[spec.SandboxID]
+		if !ok {
+			return nil, fmt.Errorf("create container %q: sandbox %q: %w", spec.Name, spec.SandboxID, ErrNotFound)
 		}
+		id = spec.ID
+		if id != "" && r.idInUse(id) {
+			return nil, fmt.Errorf("container %q: %w", id, ErrExists)
+		}
+		if id == "" {
+			id = r.freeID("c", &r.nextCtr)
+		}
+		if spec.Image == "" {
+			spec.Image = "fake.invalid/" + spec.Name + ":latest"
+		}
+		labels := maps.Clone(spec.Labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelPodName] = sb.name
+		labels[LabelPodNamespace] = sb.namespace
+		labels[LabelPodUID] = sb.uid
+		labels[LabelContainerName] = spec.Name
+		annotations := maps.Clone(spec.Annotations)
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[AnnotationRestartCount] = strconv.FormatUint(uint64(spec.Attempt), 10)
+		r.seq++
+		c := &container{
+			id: id, sandboxID: sb.id, seq: r.seq, name: spec.Name, attempt: spec.Attempt, image: spec.Image,
+			state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.nowNS(),
+			labels: labels, annotations: annotations,
+			logPath: fmt.Sprintf("/var/log/pods/%s_%s_%s/%s/%d.log", sb.namespace, sb.name, sb.uid, spec.Name, spec.Attempt),
+		}
+		r.containers[id] = c
+		sb.containers = append(sb.containers, id)
+		ev := r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, sb)
+		r.log.Info("CreateContainer", "container", id, "sandbox", sb.id, "name", spec.Name, "attempt", spec.Attempt)
+		return []*resp{ev}, nil
+	})
+	if err != nil {
+		return "", err
 	}
-	if spec.Image == "" {
-		spec.Image = "fake.invalid/" + spec.Name + ":latest"
-	}
-	labels := copyMap(spec.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[LabelPodName] = sb.name
-	labels[LabelPodNamespace] = sb.namespace
-	labels[LabelPodUID] = sb.uid
-	labels[LabelContainerName] = spec.Name
-	annotations := copyMap(spec.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[AnnotationRestartCount] = strconv.FormatUint(uint64(spec.Attempt), 10)
-	r.seq++
-	c := &container{
-		id: id, sandboxID: sb.id, seq: r.seq, name: spec.Name, attempt: spec.Attempt, image: spec.Image,
-		state: runtimeapi.ContainerState_CONTAINER_CREATED, createdAt: r.nowNS(),
-		labels: labels, annotations: annotations,
-		logPath: fmt.Sprintf("/var/log/pods/%s_%s_%s/%s/%d.log", sb.namespace, sb.name, sb.uid, spec.Name, spec.Attempt),
-	}
-	r.containers[id] = c
-	sb.containers = append(sb.containers, id)
-	ev := r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, sb)
-	r.mu.Unlock()
-	r.log.Info("CreateContainer", "container", id, "sandbox", sb.id, "name", spec.Name, "attempt", spec.Attempt)
-	r.ev.publish(ev)
 	return id, nil
 }
 
 // StartContainer starts a CREATED container: RUNNING, started_at = now,
 // and a STARTED event.
 func (r *Runtime) StartContainer(id string) error {
-	r.opMu.Lock()
-	defer r.opMu.Unlock()
-	r.mu.Lock()
-	c, ok := r.containers[id]
-	if !ok {
-		r.mu.Unlock()
-		return fmt.Errorf("start container %q: %w", id, ErrNotFound)
-	}
-	if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
-		st := c.state
-		r.mu.Unlock()
-		return fmt.Errorf("start container %q in state %s: %w", id, st, ErrInvalidState)
-	}
-	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
-	c.startedAt = r.nowNS()
-	ev := r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, r.sandboxes[c.sandboxID])
-	r.mu.Unlock()
-	r.log.Info("StartContainer", "container", id)
-	r.ev.publish(ev)
-	return nil
+	return r.mutate(func() ([]*resp, error) {
+		c, ok := r.containers[id]
+		if !ok {
+			return nil, fmt.Errorf("start container %q: %w", id, ErrNotFound)
+		}
+		if c.state != runtimeapi.ContainerState_CONTAINER_CREATED {
+			return nil, fmt.Errorf("start container %q in state %s: %w", id, c.state, ErrInvalidState)
+		}
+		c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
+		c.startedAt = r.nowNS()
+		ev := r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, r.sandboxes[c.sandboxID])
+		r.log.Info("StartContainer", "container", id)
+		return []*resp{ev}, nil
+	})
 }
 
 // StopContainer makes a RUNNING (or UNKNOWN) container exit with exitCode:
@@ -556,26 +577,22 @@ func (r *Runtime) StartContainer(id string) error {
 // otherwise, and a STOPPED event. Stopping a CREATED or EXITED container
 // does nothing, as in containerd.
 func (r *Runtime) StopContainer(id string, exitCode int32) error {
-	r.opMu.Lock()
-	defer r.opMu.Unlock()
-	r.mu.Lock()
-	c, ok := r.containers[id]
-	if !ok {
-		r.mu.Unlock()
-		return fmt.Errorf("stop container %q: %w", id, ErrNotFound)
-	}
-	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING && c.state != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
-		r.mu.Unlock()
-		return nil
-	}
-	r.exitLocked(c, exitCode)
-	ev := r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, r.sandboxes[c.sandboxID])
-	r.mu.Unlock()
-	r.log.Info("StopContainer", "container", id, "exitCode", exitCode)
-	r.ev.publish(ev)
-	return nil
+	return r.mutate(func() ([]*resp, error) {
+		c, ok := r.containers[id]
+		if !ok {
+			return nil, fmt.Errorf("stop container %q: %w", id, ErrNotFound)
+		}
+		ev := r.stopLocked(c, r.sandboxes[c.sandboxID], exitCode)
+		if ev == nil {
+			return nil, nil
+		}
+		r.log.Info("StopContainer", "container", id, "exitCode", exitCode)
+		return []*resp{ev}, nil
+	})
 }
 
+// exitLocked makes c EXITED with exitCode at the current time. The caller
+// holds mu.
 func (r *Runtime) exitLocked(c *container, exitCode int32) {
 	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
 	c.finishedAt = r.nowNS()
@@ -590,32 +607,27 @@ func (r *Runtime) exitLocked(c *container, exitCode int32) {
 // (exit 137, STOPPED event). It emits DELETED after the container is gone,
 // so the event's containers_statuses no longer list it.
 func (r *Runtime) RemoveContainer(id string) error {
-	r.opMu.Lock()
-	defer r.opMu.Unlock()
-	r.mu.Lock()
-	c, ok := r.containers[id]
-	if !ok {
-		r.mu.Unlock()
-		return fmt.Errorf("remove container %q: %w", id, ErrNotFound)
-	}
-	sb := r.sandboxes[c.sandboxID]
-	var evs []*runtimeapi.ContainerEventResponse
-	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING || c.state == runtimeapi.ContainerState_CONTAINER_UNKNOWN {
-		r.exitLocked(c, 137)
-		evs = append(evs, r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, sb))
-	}
-	delete(r.containers, id)
-	for i, cid := range sb.containers {
-		if cid == id {
-			sb.containers = append(sb.containers[:i:i], sb.containers[i+1:]...)
-			break
+	return r.mutate(func() ([]*resp, error) {
+		c, ok := r.containers[id]
+		if !ok {
+			return nil, fmt.Errorf("remove container %q: %w", id, ErrNotFound)
 		}
-	}
-	evs = append(evs, r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, sb))
-	r.mu.Unlock()
-	r.log.Info("RemoveContainer", "container", id)
-	r.ev.publish(evs...)
-	return nil
+		sb := r.sandboxes[c.sandboxID]
+		var evs []*resp
+		if ev := r.stopLocked(c, sb, 137); ev != nil {
+			evs = append(evs, ev)
+		}
+		delete(r.containers, id)
+		for i, cid := range sb.containers {
+			if cid == id {
+				sb.containers = append(sb.containers[:i:i], sb.containers[i+1:]...)
+				break
+			}
+		}
+		evs = append(evs, r.eventLocked(id, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT, sb))
+		r.log.Info("RemoveContainer", "container", id)
+		return evs, nil
+	})
 }
 
 // SetContainerState changes a container's state without emitting any
@@ -623,61 +635,55 @@ func (r *Runtime) RemoveContainer(id string) error {
 // unset; EXITED sets finished_at, exitCode and the reason; UNKNOWN sets
 // reason "Unknown". exitCode is ignored for other states.
 func (r *Runtime) SetContainerState(id string, state runtimeapi.ContainerState, exitCode int32) error {
-	r.opMu.Lock()
-	defer r.opMu.Unlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c, ok := r.containers[id]
-	if !ok {
-		return fmt.Errorf("set container %q state: %w", id, ErrNotFound)
-	}
-	switch state {
-	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		c.state = state
-		if c.startedAt == 0 {
-			c.startedAt = r.nowNS()
+	return r.mutate(func() ([]*resp, error) {
+		c, ok := r.containers[id]
+		if !ok {
+			return nil, fmt.Errorf("set container %q state: %w", id, ErrNotFound)
 		}
-	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		r.exitLocked(c, exitCode)
-	case runtimeapi.ContainerState_CONTAINER_UNKNOWN:
-		c.state = state
-		c.reason = "Unknown"
-	default:
-		c.state = state
-	}
-	r.log.Info("SetContainerState (silent)", "container", id, "state", state, "exitCode", exitCode)
-	return nil
+		switch state {
+		case runtimeapi.ContainerState_CONTAINER_RUNNING:
+			c.state = state
+			if c.startedAt == 0 {
+				c.startedAt = r.nowNS()
+			}
+		case runtimeapi.ContainerState_CONTAINER_EXITED:
+			r.exitLocked(c, exitCode)
+		case runtimeapi.ContainerState_CONTAINER_UNKNOWN:
+			c.state = state
+			c.reason = "Unknown"
+		default:
+			c.state = state
+		}
+		r.log.Info("SetContainerState (silent)", "container", id, "state", state, "exitCode", exitCode)
+		return nil, nil
+	})
 }
 
 // SetSandboxIP changes a sandbox's IP without emitting any event.
 func (r *Runtime) SetSandboxIP(id, ip string) error {
-	r.opMu.Lock()
-	defer r.opMu.Unlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	sb, ok := r.sandboxes[id]
-	if !ok {
-		return fmt.Errorf("set sandbox %q IP: %w", id, ErrNotFound)
-	}
-	sb.ip = ip
-	r.log.Info("SetSandboxIP (silent)", "sandbox", id, "ip", ip)
-	return nil
+	return r.mutate(func() ([]*resp, error) {
+		sb, ok := r.sandboxes[id]
+		if !ok {
+			return nil, fmt.Errorf("set sandbox %q IP: %w", id, ErrNotFound)
+		}
+		sb.ip = ip
+		r.log.Info("SetSandboxIP (silent)", "sandbox", id, "ip", ip)
+		return nil, nil
+	})
 }
 
 // SetSandboxState changes a sandbox's state without emitting any event
 // and without touching its containers or IP.
 func (r *Runtime) SetSandboxState(id string, state runtimeapi.PodSandboxState) error {
-	r.opMu.Lock()
-	defer r.opMu.Unlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	sb, ok := r.sandboxes[id]
-	if !ok {
-		return fmt.Errorf("set sandbox %q state: %w", id, ErrNotFound)
-	}
-	sb.state = state
-	r.log.Info("SetSandboxState (silent)", "sandbox", id, "state", state)
-	return nil
+	return r.mutate(func() ([]*resp, error) {
+		sb, ok := r.sandboxes[id]
+		if !ok {
+			return nil, fmt.Errorf("set sandbox %q state: %w", id, ErrNotFound)
+		}
+		sb.state = state
+		r.log.Info("SetSandboxState (silent)", "sandbox", id, "state", state)
+		return nil, nil
+	})
 }
 
 // Pod is a snapshot of one sandbox and its containers.
@@ -693,7 +699,7 @@ func (r *Runtime) Pods() []Pod {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []Pod
-	for _, sb := range r.sortedSandboxesLocked() {
+	for _, sb := range inCreationOrder(r.sandboxes) {
 		out = append(out, Pod{Sandbox: sb.status(), Containers: r.containerStatusesLocked(sb)})
 	}
 	return out
@@ -757,24 +763,20 @@ func (r *Runtime) findContainer(sandboxID, name string) string {
 	return ""
 }
 
-func (r *Runtime) sortedSandboxesLocked() []*sandbox {
-	out := make([]*sandbox, 0, len(r.sandboxes))
-	for _, sb := range r.sandboxes {
-		out = append(out, sb)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
-	return out
+// inCreationOrder returns the sandboxes or containers of m sorted by
+// creation (seq, which is unique, so the order is total).
+func inCreationOrder[T interface{ creationSeq() uint64 }](m map[string]T) []T {
+	return slices.SortedFunc(maps.Values(m), func(a, b T) int { return cmp.Compare(a.creationSeq(), b.creationSeq()) })
 }
 
-func (r *Runtime) sortedContainersLocked() []*container {
-	out := make([]*container, 0, len(r.containers))
-	for _, c := range r.containers {
-		out = append(out, c)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
-	return out
-}
+// creationSeq returns the sandbox's creation sequence number.
+func (sb *sandbox) creationSeq() uint64 { return sb.seq }
 
+// creationSeq returns the container's creation sequence number.
+func (c *container) creationSeq() uint64 { return c.seq }
+
+// containerStatusesLocked returns the statuses of sb's containers, in
+// creation order. The caller holds mu.
 func (r *Runtime) containerStatusesLocked(sb *sandbox) []*runtimeapi.ContainerStatus {
 	out := make([]*runtimeapi.ContainerStatus, 0, len(sb.containers))
 	for _, cid := range sb.containers {
@@ -786,7 +788,7 @@ func (r *Runtime) containerStatusesLocked(sb *sandbox) []*runtimeapi.ContainerSt
 // eventLocked builds the event a real runtime sends for a change of id
 // (a container, or the sandbox itself) in sb, at the current state.
 func (r *Runtime) eventLocked(id string, typ runtimeapi.ContainerEventType, sb *sandbox) *runtimeapi.ContainerEventResponse {
-	f := r.Faults()
+	f := r.faultsSnapshot()
 	now := r.nowNS()
 	if r.opts.MonotonicTimestamps {
 		if now <= r.lastStamp {
@@ -817,8 +819,8 @@ func (sb *sandbox) status() *runtimeapi.PodSandboxStatus {
 		State:       sb.state,
 		CreatedAt:   sb.createdAt,
 		Network:     &runtimeapi.PodSandboxNetworkStatus{Ip: sb.ip},
-		Labels:      copyMap(sb.labels),
-		Annotations: copyMap(sb.annotations),
+		Labels:      maps.Clone(sb.labels),
+		Annotations: maps.Clone(sb.annotations),
 	}
 }
 
@@ -828,8 +830,8 @@ func (sb *sandbox) item() *runtimeapi.PodSandbox {
 		Metadata:    sb.metadata(),
 		State:       sb.state,
 		CreatedAt:   sb.createdAt,
-		Labels:      copyMap(sb.labels),
-		Annotations: copyMap(sb.annotations),
+		Labels:      maps.Clone(sb.labels),
+		Annotations: maps.Clone(sb.annotations),
 	}
 }
 
@@ -846,8 +848,8 @@ func (c *container) status() *runtimeapi.ContainerStatus {
 		ImageRef:    c.image,
 		ImageId:     c.image,
 		Reason:      c.reason,
-		Labels:      copyMap(c.labels),
-		Annotations: copyMap(c.annotations),
+		Labels:      maps.Clone(c.labels),
+		Annotations: maps.Clone(c.annotations),
 		LogPath:     c.logPath,
 	}
 }
@@ -862,20 +864,9 @@ func (c *container) item() *runtimeapi.Container {
 		ImageId:      c.image,
 		State:        c.state,
 		CreatedAt:    c.createdAt,
-		Labels:       copyMap(c.labels),
-		Annotations:  copyMap(c.annotations),
+		Labels:       maps.Clone(c.labels),
+		Annotations:  maps.Clone(c.annotations),
 	}
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // matchLabels reports whether labels has every key=value of selector.

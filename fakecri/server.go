@@ -71,6 +71,13 @@ func (r *Runtime) enter(method string) error {
 	if h := r.rpcHook(); h != nil {
 		h(method, false)
 	}
+	return r.rpcFault(method)
+}
+
+// rpcFault returns the error the runtime's faults give a call of method,
+// if any: codes.Unavailable while refusing, else the Faults.FailRPC code
+// of method, else (PodSandboxStatus only) Faults.FailSandboxStatus.
+func (r *Runtime) rpcFault(method string) error {
 	if r.refusing() {
 		return status.Error(codes.Unavailable, "fakecri: runtime restarting")
 	}
@@ -92,15 +99,20 @@ func (r *Runtime) leave(method string) {
 }
 
 // streamFault returns the error a GetContainerEvents client sees at its
-// first Recv, if the faults make the stream fail.
+// first Recv, if the faults make the stream fail: the call's rpcFault,
+// else its eventsFault.
 func (r *Runtime) streamFault() error {
-	if r.refusing() {
-		return status.Error(codes.Unavailable, "fakecri: runtime restarting")
+	if err := r.rpcFault("GetContainerEvents"); err != nil {
+		return err
 	}
-	f := r.Faults()
-	if code, ok := f.FailRPC["GetContainerEvents"]; ok && code != codes.OK {
-		return status.Errorf(code, "fakecri: injected GetContainerEvents failure")
-	}
+	return r.eventsFault()
+}
+
+// eventsFault returns the error Faults.Unimplemented (a status error) or
+// Faults.EventsDisabled (io.EOF: the stream ends at once with OK) give a
+// GetContainerEvents stream, if any.
+func (r *Runtime) eventsFault() error {
+	f := r.faultsSnapshot()
 	if f.Unimplemented {
 		return status.Error(codes.Unimplemented, "method GetContainerEvents not implemented")
 	}
@@ -163,7 +175,7 @@ func (s *Server) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandbo
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	resp := &runtimeapi.ListPodSandboxResponse{Items: []*runtimeapi.PodSandbox{}}
-	for _, sb := range r.sortedSandboxesLocked() {
+	for _, sb := range inCreationOrder(r.sandboxes) {
 		if f != nil {
 			if f.Id != "" && f.Id != sb.id {
 				continue
@@ -190,7 +202,7 @@ func (s *Server) PodSandboxStatus(_ context.Context, req *runtimeapi.PodSandboxS
 	}
 	defer s.r.leave("PodSandboxStatus")
 	r := s.r
-	f := r.Faults()
+	f := r.faultsSnapshot()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	sb, ok := r.sandboxes[req.GetPodSandboxId()]
@@ -224,7 +236,7 @@ func (s *Server) ListContainers(_ context.Context, req *runtimeapi.ListContainer
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	resp := &runtimeapi.ListContainersResponse{Containers: []*runtimeapi.Container{}}
-	for _, c := range r.sortedContainersLocked() {
+	for _, c := range inCreationOrder(r.containers) {
 		if f != nil {
 			if f.Id != "" && f.Id != c.id {
 				continue
@@ -265,7 +277,7 @@ func (s *Server) GetContainerEvents(_ *runtimeapi.GetEventsRequest, stream grpc.
 	if err := s.r.enter("GetContainerEvents"); err != nil {
 		return err
 	}
-	if err := s.r.streamFault(); err != nil {
+	if err := s.r.eventsFault(); err != nil {
 		if err == io.EOF {
 			s.r.log.Debug("GetContainerEvents: events disabled, returning at once")
 			return nil

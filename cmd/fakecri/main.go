@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -87,7 +88,7 @@ SIGTERM. See the fakecri package documentation for the script language.`,
 }
 
 // run serves until ctx ends.
-func run(ctx context.Context, o options, logOut interface{ Write([]byte) (int, error) }) error {
+func run(ctx context.Context, o options, logOut io.Writer) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
@@ -126,11 +127,12 @@ func run(ctx context.Context, o options, logOut interface{ Write([]byte) (int, e
 			f.EventsDisabled = o.eventsDisabled
 		})
 	}
+	// No deferred stop: the one return after Listen calls stop explicitly,
+	// and on a panic the deferred rt.Close stops the server too.
 	addr, stop, err := rt.Listen(o.listen)
 	if err != nil {
 		return err
 	}
-	defer stop()
 	log.Info("fakecri serving", "address", addr, "mode", mode, "scenario", o.scenario, "script", o.script)
 
 	ctx, cancel := context.WithCancel(ctx)
