@@ -70,11 +70,12 @@ type Agent struct {
 	// containers holds what the agent knows of each container it
 	// recorded something about, by ID, until it is removed.
 	containers map[string]*containerInfo
-	// sandboxes maps sandbox IDs to their pods, to forget a pod's
-	// failures when its sandbox goes.
-	sandboxes map[string]types.UID
-	// failures counts the non-zero exits of a pod's container (by name).
-	failures map[failureKey]int
+	// sandboxes holds the IDs of the sandboxes seen, to forget a pod's
+	// failures when its sandbox goes (the removal's event names the pod).
+	sandboxes map[string]struct{}
+	// failures counts the non-zero exits of each pod's containers, by
+	// container name.
+	failures map[types.UID]map[string]int
 }
 
 type containerInfo struct {
@@ -83,11 +84,6 @@ type containerInfo struct {
 	name               string
 	// started and died say what was already handled.
 	started, died bool
-}
-
-type failureKey struct {
-	pod  types.UID
-	name string
 }
 
 // New returns an agent reading events, looking pods up in statuses and
@@ -111,8 +107,8 @@ func New(events <-chan *pleg.PodLifecycleEvent, statuses StatusGetter, rec Recor
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nodeagent_events_skipped_total",
 			Help: "PLEG events not turned into a Kubernetes Event because the pod or container could not be identified."}, []string{"why"}),
 		containers: map[string]*containerInfo{},
-		sandboxes:  map[string]types.UID{},
-		failures:   map[failureKey]int{},
+		sandboxes:  map[string]struct{}{},
+		failures:   map[types.UID]map[string]int{},
 	}
 	if cfg.Registerer != nil {
 		if err := errors.Join(cfg.Registerer.Register(a.recorded), cfg.Registerer.Register(a.skipped)); err != nil {
@@ -148,13 +144,9 @@ func (a *Agent) Handle(ev *pleg.PodLifecycleEvent) {
 	}
 	if ev.Type == pleg.ContainerRemoved {
 		delete(a.containers, id)
-		if pod, ok := a.sandboxes[id]; ok {
+		if _, ok := a.sandboxes[id]; ok {
 			delete(a.sandboxes, id)
-			for k := range a.failures {
-				if k.pod == pod {
-					delete(a.failures, k)
-				}
-			}
+			delete(a.failures, ev.ID)
 		}
 		return
 	}
@@ -167,7 +159,7 @@ func (a *Agent) Handle(ev *pleg.PodLifecycleEvent) {
 	}
 	for _, sb := range st.SandboxStatuses {
 		if sb.GetId() == id {
-			a.sandboxes[id] = ev.ID
+			a.sandboxes[id] = struct{}{}
 			return // the pod's sandbox: nothing a user needs told
 		}
 	}
@@ -217,9 +209,13 @@ func (a *Agent) Handle(ev *pleg.PodLifecycleEvent) {
 			return
 		}
 		a.record(ref, corev1.EventTypeWarning, ReasonExited, ActionObserve, "Container %s exited with code %d (%s)", info.name, cs.ExitCode, reasonOr(cs.Reason, "Error"))
-		k := failureKey{pod: info.pod, name: info.name}
-		a.failures[k]++
-		if a.failures[k] >= 2 || cs.GetMetadata().GetAttempt() >= 1 {
+		byName := a.failures[info.pod]
+		if byName == nil {
+			byName = map[string]int{}
+			a.failures[info.pod] = byName
+		}
+		byName[info.name]++
+		if byName[info.name] >= 2 || cs.GetMetadata().GetAttempt() >= 1 {
 			// It failed before: the kubelet restarts it with a growing
 			// back-off. One note for every repeat, so they form a series.
 			a.record(ref, corev1.EventTypeWarning, ReasonBackOff, ActionRestart,

@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/clock"
 )
 
 // SetResult says what Cache.Set did.
@@ -38,8 +37,7 @@ type entry struct {
 
 // waiter is a GetNewerThan call blocked on a pod.
 type waiter struct {
-	minTime time.Time
-	ch      chan struct{}
+	ch chan struct{}
 }
 
 // Cache is the pod status cache shared by the generic and evented PLEGs.
@@ -52,8 +50,6 @@ type waiter struct {
 // complete relist, and the time up to which a live event stream is known
 // to have delivered everything.
 type Cache struct {
-	clock clock.PassiveClock
-
 	mu       sync.Mutex
 	pods     map[types.UID]*entry
 	relistWM time.Time
@@ -66,9 +62,10 @@ type Cache struct {
 	onTransient func(types.UID)
 }
 
-// NewCache returns an empty cache on clk.
-func NewCache(clk clock.PassiveClock) *Cache {
-	return &Cache{clock: clk, pods: map[types.UID]*entry{}, waiters: map[types.UID][]*waiter{}}
+// NewCache returns an empty cache. Its times are the runtime's, given with
+// each Set, Delete and watermark update.
+func NewCache() *Cache {
+	return &Cache{pods: map[types.UID]*entry{}, waiters: map[types.UID][]*waiter{}}
 }
 
 // Get returns the cached status of a pod, or an empty status with its ID
@@ -173,7 +170,7 @@ func (c *Cache) GetNewerThan(ctx context.Context, id types.UID, minTime time.Tim
 			c.mu.Unlock()
 			return st, err
 		}
-		w := &waiter{minTime: minTime, ch: make(chan struct{})}
+		w := &waiter{ch: make(chan struct{})}
 		c.waiters[id] = append(c.waiters[id], w)
 		hook := c.onTransient
 		c.mu.Unlock()
@@ -194,19 +191,16 @@ func (c *Cache) GetNewerThan(ctx context.Context, id types.UID, minTime time.Tim
 // would be fresh but is transient.
 func (c *Cache) freshLocked(id types.UID, minTime time.Time) (st *PodStatus, err error, fresh, held bool) {
 	e := c.pods[id]
-	if e == nil || e.deleted {
-		if (e != nil && e.modified.After(minTime)) || c.relistWM.After(minTime) || c.streamWM.After(minTime) {
-			return &PodStatus{ID: id}, nil, true, false
-		}
+	if !c.relistWM.After(minTime) && !c.streamWM.After(minTime) && (e == nil || !e.modified.After(minTime)) {
 		return nil, nil, false, false
 	}
-	if e.modified.After(minTime) || c.relistWM.After(minTime) || c.streamWM.After(minTime) {
-		if e.transient {
-			return nil, nil, false, true
-		}
-		return e.status, e.err, true, false
+	switch {
+	case e == nil || e.deleted:
+		return &PodStatus{ID: id}, nil, true, false
+	case e.transient:
+		return nil, nil, false, true
 	}
-	return nil, nil, false, false
+	return e.status, e.err, true, false
 }
 
 func (c *Cache) notifyLocked(id types.UID) {

@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // base is the fake clocks' start: a realistic time, so that nanosecond
@@ -31,7 +30,7 @@ func podStatus(uid types.UID, states map[string]runtimeapi.ContainerState) *PodS
 }
 
 func TestCacheNewerWins(t *testing.T) {
-	c := NewCache(clocktesting.NewFakeClock(base))
+	c := NewCache()
 	running := podStatus("p1", map[string]runtimeapi.ContainerState{"c1": runtimeapi.ContainerState_CONTAINER_RUNNING})
 	exited := podStatus("p1", map[string]runtimeapi.ContainerState{"c1": runtimeapi.ContainerState_CONTAINER_EXITED})
 	steps := []struct {
@@ -57,7 +56,7 @@ func TestCacheNewerWins(t *testing.T) {
 }
 
 func TestCacheTombstoneRefusesLateEvents(t *testing.T) {
-	c := NewCache(clocktesting.NewFakeClock(base))
+	c := NewCache()
 	st := podStatus("p1", nil)
 	c.Set("p1", st, nil, rt(10), false)
 	if !c.Delete("p1", rt(20)) {
@@ -86,7 +85,7 @@ func TestCacheTombstoneRefusesLateEvents(t *testing.T) {
 }
 
 func TestCacheErrorEntry(t *testing.T) {
-	c := NewCache(clocktesting.NewFakeClock(base))
+	c := NewCache()
 	boom := errors.New("boom")
 	c.Set("p1", nil, boom, rt(1), false)
 	if st, err := c.Get("p1"); st != nil || !errors.Is(err, boom) {
@@ -118,7 +117,7 @@ func TestGetNewerThan(t *testing.T) {
 	created := podStatus("p1", map[string]runtimeapi.ContainerState{"c1": runtimeapi.ContainerState_CONTAINER_CREATED})
 
 	t.Run("an older entry waits, a newer one releases", func(t *testing.T) {
-		c := NewCache(clocktesting.NewFakeClock(base))
+		c := NewCache()
 		out, cancel := getAsync(c, "p1", rt(10))
 		defer cancel()
 		waitWaiting(t, c, 1)
@@ -130,7 +129,7 @@ func TestGetNewerThan(t *testing.T) {
 		}
 	})
 	t.Run("a transient snapshot is never handed out", func(t *testing.T) {
-		c := NewCache(clocktesting.NewFakeClock(base))
+		c := NewCache()
 		var asked []types.UID
 		c.onTransient = func(id types.UID) { asked = append(asked, id) }
 		c.Set("p1", created, nil, rt(11), true)
@@ -149,7 +148,7 @@ func TestGetNewerThan(t *testing.T) {
 		}
 	})
 	t.Run("the relist watermark releases", func(t *testing.T) {
-		c := NewCache(clocktesting.NewFakeClock(base))
+		c := NewCache()
 		c.Set("p1", running, nil, rt(5), false)
 		out, cancel := getAsync(c, "p1", rt(10))
 		defer cancel()
@@ -162,7 +161,7 @@ func TestGetNewerThan(t *testing.T) {
 		}
 	})
 	t.Run("the stream watermark releases an unknown pod empty", func(t *testing.T) {
-		c := NewCache(clocktesting.NewFakeClock(base))
+		c := NewCache()
 		out, cancel := getAsync(c, "p9", rt(10))
 		defer cancel()
 		waitWaiting(t, c, 1)
@@ -172,7 +171,7 @@ func TestGetNewerThan(t *testing.T) {
 		}
 	})
 	t.Run("cancel", func(t *testing.T) {
-		c := NewCache(clocktesting.NewFakeClock(base))
+		c := NewCache()
 		out, cancel := getAsync(c, "p1", rt(10))
 		waitWaiting(t, c, 1)
 		cancel()
@@ -202,7 +201,7 @@ func TestRuntimeTime(t *testing.T) {
 }
 
 func TestCacheSweep(t *testing.T) {
-	c := NewCache(clocktesting.NewFakeClock(base))
+	c := NewCache()
 	c.Set("listed", podStatus("listed", nil), nil, rt(1), false)
 	c.Set("ghost", podStatus("ghost", nil), nil, rt(1), false)
 	c.Set("young", podStatus("young", nil), nil, rt(3), false)

@@ -158,7 +158,7 @@ var _ PodLifecycleEventGenerator = (*EventedPLEG)(nil)
 // NewEvented returns an evented PLEG over rt, with its generic PLEG.
 func NewEvented(rt Runtime, cfg EventedConfig) *EventedPLEG {
 	cfg = cfg.withDefaults()
-	cache := NewCache(cfg.Clock)
+	cache := NewCache()
 	ch := make(chan *PodLifecycleEvent, cfg.ChannelCapacity)
 	g := newGeneric(rt, cache, ch, GenericConfig{
 		RelistPeriod: cfg.DownRelistPeriod, RelistThreshold: cfg.DownRelistThreshold,
@@ -671,10 +671,20 @@ func (e *EventedPLEG) updateRunningMetrics(prev, next *PodStatus) {
 	if d := b2f(podRunning(next)) - b2f(podRunning(prev)); d != 0 {
 		e.metrics.RunningPods.Add(d)
 	}
-	pc, nc := stateCounts(prev), stateCounts(next)
-	for _, l := range containerStateLabels {
-		if d := nc[l] - pc[l]; d != 0 {
-			e.metrics.RunningContainers.WithLabelValues(l).Add(float64(d))
+	var d [len(containerStateLabels)]int
+	if prev != nil {
+		for _, c := range prev.ContainerStatuses {
+			d[stateIndex(c.GetState())]--
+		}
+	}
+	if next != nil {
+		for _, c := range next.ContainerStatuses {
+			d[stateIndex(c.GetState())]++
+		}
+	}
+	for i, l := range containerStateLabels {
+		if d[i] != 0 {
+			e.metrics.RunningContainers.WithLabelValues(l).Add(float64(d[i]))
 		}
 	}
 }
@@ -689,17 +699,6 @@ func podRunning(s *PodStatus) bool {
 		}
 	}
 	return false
-}
-
-func stateCounts(s *PodStatus) map[string]int {
-	m := map[string]int{}
-	if s == nil {
-		return m
-	}
-	for _, c := range s.ContainerStatuses {
-		m[containerStateLabel(c.GetState())]++
-	}
-	return m
 }
 
 func b2f(b bool) float64 {

@@ -109,7 +109,6 @@ type GenericPLEG struct {
 	records    map[types.UID]*podRecord
 	reinspect  map[types.UID]bool
 	lastRelist time.Time // start of the last relist attempt
-	relists    int       // successful relists
 	// started numbers relist attempts; done is the number of the last
 	// successful one. The evented PLEG uses them to know that a relist
 	// began after some moment (a reconnect, a discard) and completed.
@@ -139,7 +138,7 @@ var _ PodLifecycleEventGenerator = (*GenericPLEG)(nil)
 func NewGeneric(rt Runtime, cfg GenericConfig) *GenericPLEG {
 	cfg = cfg.withDefaults()
 	ch := make(chan *PodLifecycleEvent, cfg.ChannelCapacity)
-	return newGeneric(rt, NewCache(cfg.Clock), ch, cfg)
+	return newGeneric(rt, NewCache(), ch, cfg)
 }
 
 func newGeneric(rt Runtime, cache *Cache, ch chan *PodLifecycleEvent, cfg GenericConfig) *GenericPLEG {
@@ -326,7 +325,7 @@ func (g *GenericPLEG) relist(parent context.Context) {
 		}
 		r.current = p
 	}
-	countMissed := g.relists > 0 && g.countMissed != nil && g.countMissed()
+	countMissed := g.done.Load() > 0 && g.countMissed != nil && g.countMissed()
 	cutoff := start.Add(-g.missedCutoff)
 
 	for id, r := range g.records {
@@ -346,7 +345,7 @@ func (g *GenericPLEG) relist(parent context.Context) {
 			g.send(id, evs, countMissed, nil, cutoff)
 			continue
 		}
-		st, ts, err := inspect(ctx, g.runtime, r.current, start, g.clock.Now())
+		st, err := inspect(ctx, g.runtime, r.current, start, g.clock.Now())
 		if ctx.Err() != nil {
 			return // stopping (or timed out): leave everything for the next relist
 		}
@@ -358,7 +357,7 @@ func (g *GenericPLEG) relist(parent context.Context) {
 			g.cache.Set(id, nil, err, start, false)
 			continue
 		}
-		if g.cache.Set(id, st, nil, ts, false) == Rejected {
+		if g.cache.Set(id, st, nil, st.TimeStamp, false) == Rejected {
 			// The cache holds something newer (an event applied since the
 			// runtime was read): drop these events and diff again next time.
 			continue
@@ -379,7 +378,6 @@ func (g *GenericPLEG) relist(parent context.Context) {
 	g.emitter.retain(func(id types.UID) bool { return g.records[id] != nil || g.cache.has(id) })
 	g.cache.UpdateTime(start)
 	g.cache.forgetTombstones(start.Add(-tombstoneTTL))
-	g.relists++
 	g.done.Store(seq)
 }
 
@@ -437,7 +435,7 @@ func changedBefore(st *PodStatus, id string, cutoff time.Time) bool {
 // updateRunningMetrics sets running_pods and running_containers from a
 // relist.
 func (g *GenericPLEG) updateRunningMetrics(pods map[types.UID]*runtimePod) {
-	counts := map[string]int{}
+	var counts [len(containerStateLabels)]int
 	running := 0
 	for _, p := range pods {
 		for _, s := range p.Sandboxes {
@@ -447,28 +445,30 @@ func (g *GenericPLEG) updateRunningMetrics(pods map[types.UID]*runtimePod) {
 			}
 		}
 		for _, c := range p.Containers {
-			counts[containerStateLabel(c.State)]++
+			counts[stateIndex(c.State)]++
 		}
 	}
 	g.metrics.RunningPods.Set(float64(running))
-	for _, s := range containerStateLabels {
-		g.metrics.RunningContainers.WithLabelValues(s).Set(float64(counts[s]))
+	for i, l := range containerStateLabels {
+		g.metrics.RunningContainers.WithLabelValues(l).Set(float64(counts[i]))
 	}
 }
 
-// containerStateLabels are running_containers' label values.
-var containerStateLabels = []string{"created", "running", "exited", "unknown"}
+// containerStateLabels are running_containers' label values, indexed by
+// stateIndex.
+var containerStateLabels = [...]string{"created", "running", "exited", "unknown"}
 
-func containerStateLabel(s runtimeapi.ContainerState) string {
+// stateIndex is a container state's index in containerStateLabels.
+func stateIndex(s runtimeapi.ContainerState) int {
 	switch s {
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		return "created"
+		return 0
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return "running"
+		return 1
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		return "exited"
+		return 2
 	}
-	return "unknown"
+	return 3
 }
 
 // computeEvents diffs a pod's old and current views, ID by ID (sandboxes

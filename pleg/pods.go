@@ -82,10 +82,10 @@ func listPods(ctx context.Context, rt Runtime) (map[types.UID]*runtimePod, error
 // GetPodStatus: each sandbox's PodSandboxStatus (NotFound skipped), and
 // the containers either from the newest sandbox's response, when the
 // runtime stamped it and listed containers, or from ContainerStatus of
-// each container the relist found. It returns the time the status
+// each container the relist found. The status's TimeStamp is the time it
 // describes: the runtime's stamp when it gave one, else relistTime (taken
 // before listing, so the status is at least that fresh).
-func inspect(ctx context.Context, rt Runtime, p *runtimePod, relistTime, now time.Time) (*PodStatus, time.Time, error) {
+func inspect(ctx context.Context, rt Runtime, p *runtimePod, relistTime, now time.Time) (*PodStatus, error) {
 	st := &PodStatus{ID: p.ID, Name: p.Name, Namespace: p.Namespace}
 	var newest *runtimeapi.PodSandboxStatusResponse
 	for i, sb := range p.Sandboxes {
@@ -94,7 +94,7 @@ func inspect(ctx context.Context, rt Runtime, p *runtimePod, relistTime, now tim
 			continue
 		}
 		if err != nil {
-			return nil, relistTime, fmt.Errorf("inspecting sandbox %s of pod %s: %w", sb.Id, p.ID, err)
+			return nil, fmt.Errorf("inspecting sandbox %s of pod %s: %w", sb.Id, p.ID, err)
 		}
 		if resp.GetStatus() == nil {
 			continue
@@ -120,7 +120,7 @@ func inspect(ctx context.Context, rt Runtime, p *runtimePod, relistTime, now tim
 				continue
 			}
 			if err != nil {
-				return nil, relistTime, fmt.Errorf("inspecting container %s of pod %s: %w", c.Id, p.ID, err)
+				return nil, fmt.Errorf("inspecting container %s of pod %s: %w", c.Id, p.ID, err)
 			}
 			if cs != nil {
 				st.ContainerStatuses = append(st.ContainerStatuses, cs)
@@ -129,7 +129,7 @@ func inspect(ctx context.Context, rt Runtime, p *runtimePod, relistTime, now tim
 	}
 	sortContainers(st.ContainerStatuses)
 	st.TimeStamp = ts
-	return st, ts, nil
+	return st, nil
 }
 
 // sandboxIPs returns a ready sandbox's IPs.
@@ -183,20 +183,4 @@ func runtimeTime(v int64, now time.Time) time.Time {
 		return now
 	}
 	return t
-}
-
-// containerStates returns the diff state of every sandbox and container
-// in a status; nil for a nil status.
-func (s *PodStatus) containerStates() map[string]containerState {
-	if s == nil {
-		return nil
-	}
-	m := make(map[string]containerState, len(s.SandboxStatuses)+len(s.ContainerStatuses))
-	for _, sb := range s.SandboxStatuses {
-		m[sb.GetId()] = fromSandboxState(sb.GetState())
-	}
-	for _, c := range s.ContainerStatuses {
-		m[c.GetId()] = fromContainerState(c.GetState())
-	}
-	return m
 }

@@ -54,10 +54,6 @@ const (
 	stateUnknown // CREATED counts as unknown, as upstream
 )
 
-func (s containerState) String() string {
-	return [...]string{"non-existent", "running", "exited", "unknown"}[s]
-}
-
 func fromContainerState(s runtimeapi.ContainerState) containerState {
 	switch s {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
