@@ -153,9 +153,15 @@ func (a *Agent) Handle(ev *pleg.PodLifecycleEvent) {
 	if ev.Type != pleg.ContainerStarted && ev.Type != pleg.ContainerDied {
 		return
 	}
-	st, err := a.statuses.Get(ev.ID)
-	if err != nil || st == nil {
-		st = &pleg.PodStatus{ID: ev.ID}
+	// The status the event came from: the cache may already hold another
+	// (a relist and a replayed event race), which need not have the
+	// container.
+	st := ev.Status
+	if st == nil {
+		var err error
+		if st, err = a.statuses.Get(ev.ID); err != nil || st == nil {
+			st = &pleg.PodStatus{ID: ev.ID}
+		}
 	}
 	for _, sb := range st.SandboxStatuses {
 		if sb.GetId() == id {
@@ -184,19 +190,18 @@ func (a *Agent) Handle(ev *pleg.PodLifecycleEvent) {
 
 	switch ev.Type {
 	case pleg.ContainerStarted:
-		if info.started {
-			return
-		}
-		info.started = true
-		if cs != nil && cs.StartedAt != 0 && time.Unix(0, cs.StartedAt).Before(a.since) {
-			return
-		}
-		a.record(ref, corev1.EventTypeNormal, ReasonStarted, ActionStart, "Started container %s", info.name)
+		a.started(ref, info, cs)
 	case pleg.ContainerDied:
 		if info.died {
 			return
 		}
 		info.died = true
+		if cs.GetStartedAt() != 0 {
+			// Started and exited between two observations (a relist saw
+			// it exited; the stream's STARTED came late and was older
+			// than what the cache held): its start is news too.
+			a.started(ref, info, cs)
+		}
 		if cs == nil {
 			a.record(ref, corev1.EventTypeWarning, ReasonExited, ActionObserve, "Container %s exited (exit code unknown)", info.name)
 			return
@@ -222,6 +227,19 @@ func (a *Agent) Handle(ev *pleg.PodLifecycleEvent) {
 				"Back-off restarting failed container %s in pod %s_%s(%s)", info.name, info.podName, info.namespace, info.pod)
 		}
 	}
+}
+
+// started records a container's start once, unless it started before the
+// agent did.
+func (a *Agent) started(ref *corev1.ObjectReference, info *containerInfo, cs *runtimeapi.ContainerStatus) {
+	if info.started {
+		return
+	}
+	info.started = true
+	if cs != nil && cs.StartedAt != 0 && time.Unix(0, cs.StartedAt).Before(a.since) {
+		return
+	}
+	a.record(ref, corev1.EventTypeNormal, ReasonStarted, ActionStart, "Started container %s", info.name)
 }
 
 func (a *Agent) record(ref *corev1.ObjectReference, eventtype, reason, action, note string, args ...interface{}) {

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubevents/kubevents/fakecri"
@@ -136,4 +137,60 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAgentRaces: what the agent records when the PLEG's cache and its
+// events disagree, as they do when a relist and the event stream race.
+func TestAgentRaces(t *testing.T) {
+	clk := clocktesting.NewFakeClock(base)
+	status := func(state runtimeapi.ContainerState, started, finished time.Time) *pleg.PodStatus {
+		cs := &runtimeapi.ContainerStatus{Id: "c1", Metadata: &runtimeapi.ContainerMetadata{Name: "app"}, State: state,
+			StartedAt: started.UnixNano(), ExitCode: 2, Reason: "Error"}
+		if !finished.IsZero() {
+			cs.FinishedAt = finished.UnixNano()
+		}
+		return &pleg.PodStatus{ID: "uid-p", Name: "p", Namespace: "default",
+			SandboxStatuses:   []*runtimeapi.PodSandboxStatus{{Id: "s1", State: runtimeapi.PodSandboxState_SANDBOX_READY}},
+			ContainerStatuses: []*runtimeapi.ContainerStatus{cs}}
+	}
+	const ref = "Pod default/p(uid-p) spec.containers{app}"
+	started := ref + " Normal Started/StartContainer Started container app"
+	exited := ref + " Warning Exited/ObserveExit Container app exited with code 2 (Error)"
+
+	t.Run("the event's status, not the cache's", func(t *testing.T) {
+		// The cache already holds a replayed sandbox event's status,
+		// stamped newer, from before the container existed.
+		cache := pleg.NewCache()
+		empty := status(runtimeapi.ContainerState_CONTAINER_RUNNING, base, time.Time{})
+		empty.ContainerStatuses = nil
+		cache.Set("uid-p", empty, nil, base.Add(time.Second), false)
+		rec := &capture{}
+		a := New(nil, cache, rec, Config{Clock: clk})
+		a.Handle(&pleg.PodLifecycleEvent{ID: "uid-p", Type: pleg.ContainerStarted, Data: "c1",
+			Status: status(runtimeapi.ContainerState_CONTAINER_RUNNING, base, time.Time{})})
+		if got := rec.take(); !slices.Equal(got, []string{started}) {
+			t.Fatalf("recorded %q", got)
+		}
+	})
+	t.Run("started and exited between two looks", func(t *testing.T) {
+		rec := &capture{}
+		a := New(nil, pleg.NewCache(), rec, Config{Clock: clk})
+		a.Handle(&pleg.PodLifecycleEvent{ID: "uid-p", Type: pleg.ContainerDied, Data: "c1",
+			Status: status(runtimeapi.ContainerState_CONTAINER_EXITED, base.Add(time.Second), base.Add(2*time.Second))})
+		// The stream's late STARTED, if it still comes, is not news.
+		a.Handle(&pleg.PodLifecycleEvent{ID: "uid-p", Type: pleg.ContainerStarted, Data: "c1",
+			Status: status(runtimeapi.ContainerState_CONTAINER_RUNNING, base.Add(time.Second), time.Time{})})
+		if got := rec.take(); !slices.Equal(got, []string{started, exited}) {
+			t.Fatalf("recorded %q", got)
+		}
+	})
+	t.Run("exited, started before the agent", func(t *testing.T) {
+		rec := &capture{}
+		a := New(nil, pleg.NewCache(), rec, Config{Clock: clk})
+		a.Handle(&pleg.PodLifecycleEvent{ID: "uid-p", Type: pleg.ContainerDied, Data: "c1",
+			Status: status(runtimeapi.ContainerState_CONTAINER_EXITED, base.Add(-time.Minute), base.Add(time.Second))})
+		if got := rec.take(); !slices.Equal(got, []string{exited}) {
+			t.Fatalf("recorded %q", got)
+		}
+	})
 }

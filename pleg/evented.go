@@ -593,6 +593,12 @@ func (e *EventedPLEG) process(ev *runtimeapi.ContainerEventResponse) {
 		}
 	}
 	e.updateRunningMetrics(prev, next)
+	for _, pe := range evs {
+		pe.Status = next
+		if ev.ContainerEventType == runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT {
+			pe.Status = prev // the last status that held what was deleted
+		}
+	}
 	e.emitter.emit(evs)
 }
 

@@ -394,10 +394,13 @@ func (g *GenericPLEG) advance(id types.UID, r *podRecord) {
 	r.old, r.current = r.current, nil
 }
 
-// send emits a pod's events and, when asked, counts the containers whose
-// transition no stream event had reported (those older than cutoff:
-// younger ones may still be on their way).
+// send emits a pod's events, computed from st, and, when asked, counts
+// the containers whose transition no stream event had reported (those
+// older than cutoff: younger ones may still be on their way).
 func (g *GenericPLEG) send(id types.UID, evs []*PodLifecycleEvent, countMissed bool, st *PodStatus, cutoff time.Time) {
+	for _, ev := range evs {
+		ev.Status = st
+	}
 	news := g.emitter.emit(evs)
 	if !countMissed {
 		return

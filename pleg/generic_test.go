@@ -1,6 +1,7 @@
 package pleg
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -302,5 +303,35 @@ func TestGenericLoop(t *testing.T) {
 	g.Stop()
 	if got := g.Threshold(); got != 5*time.Minute {
 		t.Fatalf("threshold %v", got)
+	}
+}
+
+// sandboxesLater is a runtime whose ListPodSandbox answers before a pod's
+// sandbox exists while ListContainers already sees its container: the
+// race of a relist with a pod being created.
+type sandboxesLater struct{ Runtime }
+
+func (sandboxesLater) ListPodSandbox(context.Context) ([]*runtimeapi.PodSandbox, error) {
+	return nil, nil
+}
+
+// A relist that lists a pod's container but not its sandbox still names
+// the pod (from the kubelet's container labels), and its events carry the
+// status they were computed from.
+func TestRelistContainerBeforeSandbox(t *testing.T) {
+	e := newEnv(t, fakecri.Options{})
+	must(t, e.rt.StartContainer(container(e, podP(e), "c1")))
+	g := NewGeneric(sandboxesLater{e.cri}, GenericConfig{Clock: e.clk, Metrics: e.m, Logger: e.log})
+	g.Relist()
+	select {
+	case ev := <-g.Watch():
+		if ev.Type != ContainerStarted || ev.Data != "c1" {
+			t.Fatalf("event %s(%v), want ContainerStarted(c1)", ev.Type, ev.Data)
+		}
+		if st := ev.Status; st == nil || st.Name != "web" || st.Namespace != "default" || states(st) != "c1=CONTAINER_RUNNING" {
+			t.Fatalf("event status %+v (%s), want default/web with c1 running", st, states(st))
+		}
+	default:
+		t.Fatal("no event")
 	}
 }

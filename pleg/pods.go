@@ -71,6 +71,11 @@ func listPods(ctx context.Context, rt Runtime) (map[types.UID]*runtimePod, error
 		}
 		p := get(types.UID(uid))
 		p.Containers = append(p.Containers, c)
+		if p.Name == "" {
+			// No sandbox listed (created between the two lists, or gone):
+			// the container's labels name the pod.
+			p.Name, p.Namespace = c.GetLabels()[podNameLabel], c.GetLabels()[podNamespaceLabel]
+		}
 	}
 	for _, p := range pods {
 		sort.SliceStable(p.Sandboxes, func(i, j int) bool { return p.Sandboxes[i].CreatedAt > p.Sandboxes[j].CreatedAt })

@@ -31,6 +31,13 @@ type PodLifecycleEvent struct {
 	ID   types.UID
 	Type PodLifeCycleEventType
 	Data interface{}
+	// Status is the pod status the event was computed from (for a
+	// removal the evented PLEG saw, the last one that held the
+	// container), or nil when there was none. The cache may hold a
+	// different status by the time the event is read: events and relists
+	// race, and a replayed event can be stamped newer than a relist that
+	// saw more. Shared with the cache: read it, never modify it.
+	Status *PodStatus
 }
 
 // PodStatus is what the runtime says of a pod: its sandboxes and
@@ -71,5 +78,9 @@ func fromSandboxState(s runtimeapi.PodSandboxState) containerState {
 	return stateExited
 }
 
-// podUIDLabel is the label the kubelet puts on containers.
-const podUIDLabel = "io.kubernetes.pod.uid"
+// The labels the kubelet puts on containers, naming their pod.
+const (
+	podUIDLabel       = "io.kubernetes.pod.uid"
+	podNameLabel      = "io.kubernetes.pod.name"
+	podNamespaceLabel = "io.kubernetes.pod.namespace"
+)
