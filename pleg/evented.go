@@ -332,11 +332,10 @@ func (e *EventedPLEG) connectLoop(ctx context.Context) {
 // that a clock that moved while the caller was busy still counts); false
 // if ctx ended first.
 func (e *EventedPLEG) sleepUntil(ctx context.Context, t time.Time) bool {
-	d := t.Sub(e.clock.Now())
-	if d <= 0 {
+	timer := deadlineTimer(e.clock, t)
+	if timer == nil {
 		return ctx.Err() == nil
 	}
-	timer := e.clock.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():
@@ -362,6 +361,7 @@ func (e *EventedPLEG) follow(ctx context.Context) streamResult {
 	if err != nil {
 		return streamResult{err: err}
 	}
+	opened := e.clock.Now()
 	var (
 		mu          sync.Mutex
 		established bool
@@ -375,21 +375,29 @@ func (e *EventedPLEG) follow(ctx context.Context) streamResult {
 			established, since = true, e.established()
 		}
 	}
-	timer := e.clock.NewTimer(e.cfg.ConfirmAfter)
+	// Confirmed ConfirmAfter after opening; at once if that has passed.
+	var quiet <-chan time.Time
+	if timer := deadlineTimer(e.clock, opened.Add(e.cfg.ConfirmAfter)); timer != nil {
+		defer timer.Stop()
+		quiet = timer.C()
+	} else {
+		passed := make(chan time.Time, 1)
+		passed <- opened
+		quiet = passed
+	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		select {
-		case <-timer.C():
+		case <-quiet:
 			confirm()
 		case <-done:
 		}
 	}()
 	defer func() {
 		close(done)
-		timer.Stop()
 		wg.Wait()
 	}()
 	if md, _ := s.Header(); md != nil {

@@ -210,11 +210,10 @@ func (g *GenericPLEG) waitNext(ctx context.Context) bool {
 		g.relistMu.Lock()
 		next := g.lastRelist.Add(g.Period())
 		g.relistMu.Unlock()
-		d := next.Sub(g.clock.Now())
-		if d <= 0 {
+		t := deadlineTimer(g.clock, next)
+		if t == nil {
 			return ctx.Err() == nil
 		}
-		t := g.clock.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
