@@ -2,6 +2,7 @@ package eventapi
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -85,7 +86,7 @@ func ValidateUpdate(ev, old *corev1.Event, v Version) field.ErrorList {
 		// eventTime is compared at microsecond precision in UTC: clients that
 		// round-trip it through MicroTime must not trip over nanoseconds
 		// (kubernetes #111928).
-		if !ev.EventTime.UTC().Truncate(microsecond).Equal(old.EventTime.UTC().Truncate(microsecond)) {
+		if !ev.EventTime.UTC().Truncate(time.Microsecond).Equal(old.EventTime.UTC().Truncate(time.Microsecond)) {
 			errs = append(errs, field.Invalid(field.NewPath("eventTime"), ev.EventTime, "field is immutable"))
 		}
 	}
@@ -95,8 +96,6 @@ func ValidateUpdate(ev, old *corev1.Event, v Version) field.ErrorList {
 	errs = apivalidation.ValidateObjectMetaAccessor(&ev.ObjectMeta, true, path.ValidatePathSegmentName, field.NewPath("metadata"))
 	return append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(&ev.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))...)
 }
-
-const microsecond = 1000 // time.Microsecond, as a Duration for Truncate
 
 // legacyValidate holds the checks every API version applies, on create and
 // update alike.

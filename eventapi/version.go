@@ -16,9 +16,6 @@ const (
 	EventsV1
 )
 
-// GroupName of the events.k8s.io API.
-const GroupName = eventsv1.GroupName
-
 // Resource is the plural resource name both groups serve.
 const Resource = "events"
 
@@ -43,9 +40,4 @@ func (v Version) GroupResource() schema.GroupResource {
 }
 
 // String names v for logs and metrics labels.
-func (v Version) String() string {
-	if v == EventsV1 {
-		return "events.k8s.io/v1"
-	}
-	return "v1"
-}
+func (v Version) String() string { return v.APIVersion() }

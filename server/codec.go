@@ -39,6 +39,10 @@ type output struct {
 	// metaVersion is the meta.k8s.io version of Table and
 	// PartialObjectMetadata output ("v1" or "v1beta1").
 	metaVersion string
+	// include is what the rows of Table output carry as their object
+	// (the includeObject parameter: Metadata, Object or None); set by
+	// negotiateOutput for Table output only.
+	include string
 }
 
 // negotiate picks the first media type in accept that eventsd can produce.
@@ -77,6 +81,25 @@ func negotiate(accept string) (output, bool) {
 		}
 	}
 	return output{}, false
+}
+
+// negotiateOutput negotiates the response format of r from its Accept
+// header and, for Table output, reads its includeObject parameter. Handlers
+// call it before they read the body or touch the store, so that a request
+// whose response could not be produced is refused without effect.
+func negotiateOutput(r *http.Request) (output, *apierrors.StatusError) {
+	o, ok := negotiate(r.Header.Get("Accept"))
+	if !ok {
+		return o, notAcceptable()
+	}
+	if o.kind == outTable {
+		include, se := parseIncludeObject(r.URL.Query().Get("includeObject"))
+		if se != nil {
+			return o, se
+		}
+		o.include = include
+	}
+	return o, nil
 }
 
 func notAcceptable() *apierrors.StatusError {
@@ -129,7 +152,9 @@ type tableOptions struct {
 	noHeaders     bool
 }
 
-func parseIncludeObject(q string) (string, error) {
+// parseIncludeObject reads the includeObject parameter of Table output
+// ("" means Metadata).
+func parseIncludeObject(q string) (string, *apierrors.StatusError) {
 	switch q {
 	case "", "Metadata":
 		return "Metadata", nil
@@ -237,6 +262,33 @@ const (
 
 var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00} // "k8s\x00"
 
+// errNoEnvelope is unwrapProtobuf's error for a body without the magic.
+var errNoEnvelope = errors.New("the protobuf body does not start with the Kubernetes envelope")
+
+// unwrapProtobuf returns the runtime.Unknown that a Kubernetes protobuf
+// envelope ("k8s\x00" and the Unknown) carries: errNoEnvelope when body
+// does not start with the magic, else the Unknown's decoding error.
+func unwrapProtobuf(body []byte) (*runtime.Unknown, error) {
+	if !bytes.HasPrefix(body, protobufMagic) {
+		return nil, errNoEnvelope
+	}
+	u := &runtime.Unknown{}
+	if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// mediaType returns the media type of a request's Content-Type header,
+// application/json when there is none.
+func mediaType(contentType string) (string, error) {
+	if contentType == "" {
+		return "application/json", nil
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	return mt, err
+}
+
 // readBody reads at most maxBodyBytes of the request body.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierrors.StatusError) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
@@ -254,12 +306,9 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierrors.Status
 // its core/v1 storage form. Unknown and duplicate fields are errors with
 // fieldValidation=Strict and warnings with Warn (the default).
 func decodeEvent(contentType string, body []byte, v eventapi.Version, validation string) (*corev1.Event, []string, *apierrors.StatusError) {
-	mt := "application/json"
-	if contentType != "" {
-		var err error
-		if mt, _, err = mime.ParseMediaType(contentType); err != nil {
-			return nil, nil, unsupportedMediaType(contentType)
-		}
+	mt, err := mediaType(contentType)
+	if err != nil {
+		return nil, nil, unsupportedMediaType(contentType)
 	}
 	switch mt {
 	case "application/json":
@@ -282,7 +331,6 @@ func decodeEvent(contentType string, body []byte, v eventapi.Version, validation
 		ev         *corev1.Event
 		tm         metav1.TypeMeta
 		strictErrs []error
-		err        error
 	)
 	if v == eventapi.EventsV1 {
 		var ext eventsv1.Event
@@ -332,11 +380,11 @@ func checkTypeMeta(tm metav1.TypeMeta, v eventapi.Version) *apierrors.StatusErro
 // decodeProtobuf decodes the Kubernetes protobuf envelope that the kubelet,
 // kube-scheduler and kube-controller-manager send.
 func decodeProtobuf(body []byte, v eventapi.Version) (*corev1.Event, *apierrors.StatusError) {
-	if !bytes.HasPrefix(body, protobufMagic) {
-		return nil, apierrors.NewBadRequest("the protobuf body does not start with the Kubernetes envelope")
+	u, err := unwrapProtobuf(body)
+	if errors.Is(err, errNoEnvelope) {
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	var u runtime.Unknown
-	if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
+	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding the protobuf envelope: %v", err))
 	}
 	if se := checkTypeMeta(metav1.TypeMeta{APIVersion: u.APIVersion, Kind: u.Kind}, v); se != nil {

@@ -211,8 +211,3 @@ func (d *discovery) serve(w http.ResponseWriter, r *http.Request) bool {
 	_, _ = w.Write(body)
 	return true
 }
-
-// isDiscoveryPath reports whether p is served by discovery (for metrics).
-func isDiscoveryPath(p string) bool {
-	return p == "/api" || p == "/apis" || p == "/api/v1" || strings.HasPrefix(p, "/apis/") && strings.Count(strings.Trim(p, "/"), "/") <= 2
-}

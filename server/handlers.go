@@ -19,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -155,25 +154,16 @@ func (s *Server) writeOptions() storage.WriteOptions {
 	return storage.WriteOptions{TTL: s.cfg.EventTTL}
 }
 
-func (s *Server) respondEvent(w http.ResponseWriter, r *http.Request, rr resourceRequest, status int, ev *corev1.Event) {
-	o, ok := negotiate(r.Header.Get("Accept"))
-	if !ok {
-		writeStatus(w, notAcceptable())
-		return
-	}
-	s.respondEvents(w, r, rr, o, status, []*corev1.Event{ev}, metav1.ListMeta{}, true)
+// respondEvent writes ev in the format o that negotiateOutput returned.
+func (s *Server) respondEvent(w http.ResponseWriter, rr resourceRequest, o output, status int, ev *corev1.Event) {
+	s.respondEvents(w, rr, o, status, []*corev1.Event{ev}, metav1.ListMeta{}, true)
 }
 
 // respondEvents writes one event (single) or a list in the negotiated form.
-func (s *Server) respondEvents(w http.ResponseWriter, r *http.Request, rr resourceRequest, o output, status int, items []*corev1.Event, meta metav1.ListMeta, single bool) {
+func (s *Server) respondEvents(w http.ResponseWriter, rr resourceRequest, o output, status int, items []*corev1.Event, meta metav1.ListMeta, single bool) {
 	switch o.kind {
 	case outTable:
-		include, err := parseIncludeObject(r.URL.Query().Get("includeObject"))
-		if err != nil {
-			writeStatus(w, statusError(err, rr, rr.name))
-			return
-		}
-		t, err := table(rr.version, items, meta, o, tableOptions{includeObject: include}, s.cfg.Clock.Now())
+		t, err := table(rr.version, items, meta, o, tableOptions{includeObject: o.include}, s.cfg.Clock.Now())
 		if err != nil {
 			writeStatus(w, apierrors.NewInternalError(err))
 			return
@@ -202,12 +192,17 @@ func (s *Server) respondEvents(w http.ResponseWriter, r *http.Request, rr resour
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	o, se := negotiateOutput(r)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
 	ev, err := s.cfg.Store.Get(r.Context(), rr.namespace, rr.name)
 	if err != nil {
 		writeStatus(w, statusError(err, rr, rr.name))
 		return
 	}
-	s.respondEvent(w, r, rr, http.StatusOK, ev)
+	s.respondEvent(w, rr, o, http.StatusOK, ev)
 }
 
 // decodeWrite reads what a create or an update sends: its options (of the
@@ -234,6 +229,11 @@ func decodeWrite(w http.ResponseWriter, r *http.Request, rr resourceRequest, opt
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	o, se := negotiateOutput(r)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
 	ev, opts, warnings, ok := decodeWrite(w, r, rr, "CreateOptions")
 	if !ok {
 		return
@@ -253,7 +253,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 			writeStatus(w, apierrors.NewAlreadyExists(rr.version.GroupResource(), ev.Name))
 			return
 		}
-		s.respondEvent(w, r, rr, http.StatusCreated, ev)
+		s.respondEvent(w, rr, o, http.StatusCreated, ev)
 		return
 	}
 	for attempt := 1; ; attempt++ {
@@ -271,12 +271,17 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 			writeStatus(w, statusError(err, rr, ev.Name))
 			return
 		}
-		s.respondEvent(w, r, rr, http.StatusCreated, out)
+		s.respondEvent(w, rr, o, http.StatusCreated, out)
 		return
 	}
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	o, se := negotiateOutput(r)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
 	ev, opts, warnings, ok := decodeWrite(w, r, rr, "UpdateOptions")
 	if !ok {
 		return
@@ -291,7 +296,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, rr resourceReque
 		return
 	}
 	setWarnings(w, warnings)
-	s.guaranteedUpdate(w, r, rr, opts, want, func(cur *corev1.Event) (*corev1.Event, *apierrors.StatusError) {
+	s.guaranteedUpdate(w, r, rr, o, opts, want, func(cur *corev1.Event) (*corev1.Event, *apierrors.StatusError) {
 		c := *ev
 		return &c, nil
 	}, true)
@@ -301,7 +306,8 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, rr resourceReque
 // the new state from the current one; the write is conditional on the
 // revision read and retried on a race unless the client named a revision
 // (want), which must then be current. createMissing gives PUT semantics.
-func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr resourceRequest, opts writeOptions, want int64,
+// The answer is written in the format o the caller negotiated.
+func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr resourceRequest, o output, opts writeOptions, want int64,
 	tryUpdate func(cur *corev1.Event) (*corev1.Event, *apierrors.StatusError), createMissing bool) {
 	ctx := r.Context()
 	conflict := func() {
@@ -328,7 +334,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 				return
 			}
 			if opts.dryRun {
-				s.respondEvent(w, r, rr, http.StatusCreated, ev)
+				s.respondEvent(w, rr, o, http.StatusCreated, ev)
 				return
 			}
 			out, err := s.cfg.Store.Create(ctx, ev, s.writeOptions())
@@ -339,7 +345,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 				writeStatus(w, statusError(err, rr, rr.name))
 				return
 			}
-			s.respondEvent(w, r, rr, http.StatusCreated, out)
+			s.respondEvent(w, rr, o, http.StatusCreated, out)
 			return
 		}
 		if err != nil {
@@ -363,7 +369,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 		}
 		if opts.dryRun {
 			ev.ResourceVersion = cur.ResourceVersion
-			s.respondEvent(w, r, rr, http.StatusOK, ev)
+			s.respondEvent(w, rr, o, http.StatusOK, ev)
 			return
 		}
 		wo := s.writeOptions()
@@ -380,7 +386,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 			writeStatus(w, statusError(err, rr, rr.name))
 			return
 		}
-		s.respondEvent(w, r, rr, http.StatusOK, out)
+		s.respondEvent(w, rr, o, http.StatusOK, out)
 		return
 	}
 	conflict()
@@ -402,6 +408,13 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, rr resourceReques
 			msg = "server-side apply is not supported by eventsd; use a JSON, merge or strategic-merge patch (kubectl apply without --server-side)"
 		}
 		writeStatus(w, newStatus(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, msg))
+		return
+	}
+	// Negotiated after the patch type is checked (kube-apiserver's order),
+	// before anything is read or stored.
+	o, se := negotiateOutput(r)
+	if se != nil {
+		writeStatus(w, se)
 		return
 	}
 	opts, se := parseWriteOptions(r.URL.Query(), "PatchOptions")
@@ -450,7 +463,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		return ev, nil
 	}
 	ww := &warningWriter{ResponseWriter: w, warnings: &warnings}
-	s.guaranteedUpdate(ww, r, rr, opts, 0, apply, false)
+	s.guaranteedUpdate(ww, r, rr, o, opts, 0, apply, false)
 }
 
 // warningWriter adds the warnings collected while patching before the
@@ -569,20 +582,14 @@ func deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOption
 // decodeDeleteOptions decodes a DELETE body: JSON (kubectl), YAML, or the
 // protobuf envelope client-go's typed clients send for built-in types.
 func decodeDeleteOptions(contentType string, body []byte, opts *metav1.DeleteOptions) error {
-	mt := "application/json"
-	if contentType != "" {
-		var err error
-		if mt, _, err = mime.ParseMediaType(contentType); err != nil {
-			return err
-		}
+	mt, err := mediaType(contentType)
+	if err != nil {
+		return err
 	}
 	switch mt {
-	case "application/vnd.kubernetes.protobuf":
-		if !bytes.HasPrefix(body, protobufMagic) {
-			return errors.New("the protobuf body does not start with the Kubernetes envelope")
-		}
-		var u runtime.Unknown
-		if err := u.Unmarshal(body[len(protobufMagic):]); err != nil {
+	case protobufMediaType:
+		u, err := unwrapProtobuf(body)
+		if err != nil {
 			return err
 		}
 		return opts.Unmarshal(u.Raw)
@@ -637,6 +644,12 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, rr resourceReque
 // deleteCollection deletes every event the selectors match and returns
 // them, as kube-apiserver's generic registry does.
 func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
+	// The deleted events are a plain list: Table, metadata-only and
+	// unacceptable Accept headers all get JSON.
+	o, ok := negotiate(r.Header.Get("Accept"))
+	if !ok || o.kind == outTable || o.kind == outPartial {
+		o = output{kind: outJSON}
+	}
 	opts, se := deleteOptions(w, r)
 	if se != nil {
 		writeStatus(w, se)
@@ -677,33 +690,37 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 		}
 		lo.Continue = res.Continue
 	}
-	o, ok := negotiate(r.Header.Get("Accept"))
-	if !ok {
-		o = output{kind: outJSON}
+	s.respondEvents(w, rr, o, http.StatusOK, deleted, metav1.ListMeta{}, false)
+}
+
+// parseSelector reads the namespace of rr and the fieldSelector and
+// labelSelector parameters of a list or a watch.
+func parseSelector(q url.Values, rr resourceRequest, ext eventapi.Extensions) (storage.Selector, *apierrors.StatusError) {
+	sel := storage.Selector{Namespace: rr.namespace}
+	fs, err := eventapi.ParseFieldSelector(rr.version, q.Get("fieldSelector"), ext)
+	if err != nil {
+		return sel, apierrors.NewBadRequest(err.Error())
 	}
-	if o.kind == outTable || o.kind == outPartial {
-		o = output{kind: outJSON}
+	sel.Fields = fs
+	if raw := q.Get("labelSelector"); raw != "" {
+		ls, err := labels.Parse(raw)
+		if err != nil {
+			return sel, apierrors.NewBadRequest(fmt.Sprintf("invalid labelSelector %q: %v", raw, err))
+		}
+		sel.Labels = ls
 	}
-	s.respondEvents(w, r, rr, o, http.StatusOK, deleted, metav1.ListMeta{}, false)
+	return sel, nil
 }
 
 // parseListOptions reads the selectors, pagination and resourceVersion
 // parameters of a list.
 func parseListOptions(q url.Values, rr resourceRequest, ext eventapi.Extensions) (storage.ListOptions, *apierrors.StatusError) {
 	var lo storage.ListOptions
-	lo.Namespace = rr.namespace
-	fs, err := eventapi.ParseFieldSelector(rr.version, q.Get("fieldSelector"), ext)
-	if err != nil {
-		return lo, apierrors.NewBadRequest(err.Error())
+	sel, se := parseSelector(q, rr, ext)
+	if se != nil {
+		return lo, se
 	}
-	lo.Fields = fs
-	if raw := q.Get("labelSelector"); raw != "" {
-		ls, err := labels.Parse(raw)
-		if err != nil {
-			return lo, apierrors.NewBadRequest(fmt.Sprintf("invalid labelSelector %q: %v", raw, err))
-		}
-		lo.Labels = ls
-	}
+	lo.Selector = sel
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.ParseInt(l, 10, 64)
 		if err != nil || n < 0 {
@@ -746,9 +763,9 @@ func parseListOptions(q url.Values, rr resourceRequest, ext eventapi.Extensions)
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
-	o, ok := negotiate(r.Header.Get("Accept"))
-	if !ok {
-		writeStatus(w, notAcceptable())
+	o, se := negotiateOutput(r)
+	if se != nil {
+		writeStatus(w, se)
 		return
 	}
 	lo, se := parseListOptions(r.URL.Query(), rr, eventapi.Extensions(!s.cfg.DisableExtensions))
@@ -766,5 +783,5 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest
 		return
 	}
 	meta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Revision, 10), Continue: res.Continue}
-	s.respondEvents(w, r, rr, o, http.StatusOK, res.Items, meta, false)
+	s.respondEvents(w, rr, o, http.StatusOK, res.Items, meta, false)
 }

@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/kubevents/kubevents/internal/ratelog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/kubevents/kubevents/internal/ratelog"
 )
 
 // Defaults of kube-apiserver's --max-requests-inflight and
@@ -76,8 +78,8 @@ func isMutating(v verb) bool {
 
 // tooManyRequests is kube-apiserver's answer when a request class is full.
 func tooManyRequests(w http.ResponseWriter) {
-	se := newStatus(http.StatusTooManyRequests, "TooManyRequests", "Too many requests, please try again later.")
-	se.ErrStatus.Details = nil
+	// The Status carries no details (apierrors.NewTooManyRequests would add
+	// retryAfterSeconds): the retry hint is the Retry-After header.
 	w.Header().Set("Retry-After", "1")
-	writeStatus(w, se)
+	writeStatus(w, newStatus(http.StatusTooManyRequests, metav1.StatusReasonTooManyRequests, "Too many requests, please try again later."))
 }

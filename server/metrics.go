@@ -40,18 +40,7 @@ func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, er
 	}
 	cs := []prometheus.Collector{
 		m.requests, m.latency, m.watchers, m.rejected,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "eventsd_stored_events", Help: "Events currently stored."},
-			func() float64 { return float64(store.Stats().Events) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "eventsd_expired_events_total", Help: "Events deleted because their TTL passed, since start."},
-			func() float64 { return float64(store.Stats().Expired) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "eventsd_storage_bytes", Help: "Approximate bytes the store uses on disk."},
-			func() float64 { return float64(store.Stats().Bytes) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "eventsd_storage_revision", Help: "Revision of the last durable write."},
-			func() float64 { return float64(store.Revision()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "eventsd_storage_commits_total", Help: "Durable commits (one fsync each) since start."},
-			func() float64 { return float64(store.Stats().Commits) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "eventsd_storage_committed_writes_total", Help: "Writes carried by the durable commits since start; divided by commits, the mean group size."},
-			func() float64 { return float64(store.Stats().CommittedWrites) }),
+		newStoreCollector(store),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
@@ -61,6 +50,44 @@ func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, er
 		}
 	}
 	return m, nil
+}
+
+// storeCollector exports the store's Stats and Revision. It reads Stats
+// once per scrape: a Stats call can be costly (pebblestore's reads the
+// database's metrics under its mutex).
+type storeCollector struct {
+	store                                                      storage.Interface
+	events, expired, bytes, revision, commits, committedWrites *prometheus.Desc
+}
+
+func newStoreCollector(store storage.Interface) *storeCollector {
+	return &storeCollector{
+		store:           store,
+		events:          prometheus.NewDesc("eventsd_stored_events", "Events currently stored.", nil, nil),
+		expired:         prometheus.NewDesc("eventsd_expired_events_total", "Events deleted because their TTL passed, since start.", nil, nil),
+		bytes:           prometheus.NewDesc("eventsd_storage_bytes", "Approximate bytes the store uses on disk.", nil, nil),
+		revision:        prometheus.NewDesc("eventsd_storage_revision", "Revision of the last durable write.", nil, nil),
+		commits:         prometheus.NewDesc("eventsd_storage_commits_total", "Durable commits (one fsync each) since start.", nil, nil),
+		committedWrites: prometheus.NewDesc("eventsd_storage_committed_writes_total", "Writes carried by the durable commits since start; divided by commits, the mean group size.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.events, c.expired, c.bytes, c.revision, c.commits, c.committedWrites} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.store.Stats()
+	ch <- prometheus.MustNewConstMetric(c.events, prometheus.GaugeValue, float64(st.Events))
+	ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(st.Expired))
+	ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(st.Bytes))
+	ch <- prometheus.MustNewConstMetric(c.revision, prometheus.GaugeValue, float64(c.store.Revision()))
+	ch <- prometheus.MustNewConstMetric(c.commits, prometheus.CounterValue, float64(st.Commits))
+	ch <- prometheus.MustNewConstMetric(c.committedWrites, prometheus.CounterValue, float64(st.CommittedWrites))
 }
 
 func (m *metrics) observe(v verb, group string, code int, d time.Duration) {

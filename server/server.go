@@ -14,7 +14,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Server is the events API server. It is an http.Handler.
@@ -110,8 +109,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if a := s.cfg.Authenticator; a != nil {
 		if _, ok := a.Authenticate(r); !ok {
-			writeStatus(w, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
-				Message: "Unauthorized", Reason: metav1.StatusReasonUnauthorized, Code: http.StatusUnauthorized}})
+			writeStatus(w, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}
 	}

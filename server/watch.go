@@ -31,11 +31,11 @@ type watchParams struct {
 func (s *Server) parseWatch(r *http.Request, rr resourceRequest) (watchParams, *apierrors.StatusError) {
 	q := r.URL.Query()
 	var p watchParams
-	lo, se := parseListOptions(withoutMatch(q), rr, eventapi.Extensions(!s.cfg.DisableExtensions))
+	sel, se := parseSelector(q, rr, eventapi.Extensions(!s.cfg.DisableExtensions))
 	if se != nil {
 		return p, se
 	}
-	p.opts.Selector = lo.Selector
+	p.opts.Selector = sel
 	if rr.name != "" {
 		p.opts.Fields = append(p.opts.Fields, eventapi.Requirement{Field: eventapi.FieldName, Value: rr.name})
 	}
@@ -88,22 +88,10 @@ func (s *Server) parseWatch(r *http.Request, rr resourceRequest) (watchParams, *
 	return p, nil
 }
 
-// withoutMatch drops the list-only resourceVersionMatch checks, which mean
-// something else on a watch.
-func withoutMatch(q map[string][]string) map[string][]string {
-	c := make(map[string][]string, len(q))
-	for k, v := range q {
-		if k != "resourceVersionMatch" && k != "resourceVersion" && k != "limit" && k != "continue" {
-			c[k] = v
-		}
-	}
-	return c
-}
-
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
-	o, ok := negotiate(r.Header.Get("Accept"))
-	if !ok {
-		writeStatus(w, notAcceptable())
+	o, se := negotiateOutput(r)
+	if se != nil {
+		writeStatus(w, se)
 		return
 	}
 	if o.kind == outYAML {
@@ -112,14 +100,6 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	contentType := "application/json"
 	if o.kind == outProtobuf {
 		contentType = protobufMediaType + ";stream=watch"
-	}
-	include := "Metadata"
-	if o.kind == outTable {
-		var err error
-		if include, err = parseIncludeObject(r.URL.Query().Get("includeObject")); err != nil {
-			writeStatus(w, statusError(err, rr, ""))
-			return
-		}
 	}
 	p, se := s.parseWatch(r, rr)
 	if se != nil {
@@ -144,7 +124,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 
-	enc := &watchEncoder{s: s, rr: rr, o: o, include: include}
+	enc := &watchEncoder{s: s, rr: rr, o: o}
 	if err != nil {
 		// kube-apiserver answers a too-old resourceVersion with an ERROR
 		// event on an accepted stream.
@@ -189,7 +169,6 @@ type watchEncoder struct {
 	s       *Server
 	rr      resourceRequest
 	o       output
-	include string
 	headers bool // table column definitions already sent
 }
 
@@ -211,7 +190,7 @@ func (e *watchEncoder) frame(ev storage.Event) ([]byte, error) {
 		}
 	case e.o.kind == outTable:
 		t, err := table(e.rr.version, []*corev1.Event{ev.Object}, metav1.ListMeta{ResourceVersion: ev.Object.ResourceVersion},
-			e.o, tableOptions{includeObject: e.include, noHeaders: e.headers}, e.s.cfg.Clock.Now())
+			e.o, tableOptions{includeObject: e.o.include, noHeaders: e.headers}, e.s.cfg.Clock.Now())
 		if err != nil {
 			return nil, err
 		}

@@ -234,11 +234,8 @@ func (s *Store) commitGroup(ops []*op) {
 		o.err = s.stage(g, o)
 	}
 	if !g.batch.Empty() {
-		var buf [8]byte
-		binary.BigEndian.PutUint64(buf[:], uint64(s.rev))
-		_ = g.batch.Set(metaRevision, buf[:], nil)
-		binary.BigEndian.PutUint64(buf[:], uint64(s.count))
-		_ = g.batch.Set(metaCount, buf[:], nil)
+		_ = g.batch.Set(metaRevision, revBytes(s.rev), nil)
+		_ = g.batch.Set(metaCount, revBytes(s.count), nil)
 		wo := pebble.Sync
 		if s.opts.NoSync {
 			wo = pebble.NoSync
@@ -277,9 +274,7 @@ func (s *Store) commitGroup(ops []*op) {
 func (s *Store) stage(g *group, o *op) error {
 	if o.kind == opTrim {
 		_ = g.batch.DeleteRange(logKey(0), logKey(o.trimTo), nil)
-		var buf [8]byte
-		binary.BigEndian.PutUint64(buf[:], uint64(o.trimTo))
-		_ = g.batch.Set(metaOldest, buf[:], nil)
+		_ = g.batch.Set(metaOldest, revBytes(o.trimTo), nil)
 		g.trimTo = o.trimTo
 		return nil
 	}
@@ -343,6 +338,9 @@ func (s *Store) checkPreconditions(o *op, cur *objState) error {
 	return nil
 }
 
+// revBytes encodes rev, or another of the store's int64 values, as 8
+// big-endian bytes: the form of metadata values (see readMeta) and of
+// expiry-queue values.
 func revBytes(rev int64) []byte {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(rev))

@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 
 	"github.com/kubevents/kubevents/eventapi"
 	corev1 "k8s.io/api/core/v1"
@@ -14,9 +15,9 @@ const (
 	prefixLog    = 'l'
 	prefixExpiry = 'x'
 	prefixIndex  = 'i'
-	prefixMeta   = 'm'
 )
 
+// Metadata keys, under 'm'.
 var (
 	metaRevision = []byte("mrev")
 	metaCount    = []byte("mcount")
@@ -28,14 +29,6 @@ var (
 func objectKey(ns, name string) []byte {
 	k := make([]byte, 0, 2+len(ns)+len(name))
 	k = append(k, prefixObject)
-	k = append(k, ns...)
-	k = append(k, '/')
-	return append(k, name...)
-}
-
-// suffix is the "<ns>/<name>" part shared by object, expiry and index keys.
-func suffix(ns, name string) []byte {
-	k := make([]byte, 0, 1+len(ns)+len(name))
 	k = append(k, ns...)
 	k = append(k, '/')
 	return append(k, name...)
@@ -79,6 +72,17 @@ var indexes = []index{
 	{'c', eventapi.FieldReportingComponent},
 	{'s', eventapi.FieldSource},
 	{'t', eventapi.FieldType},
+}
+
+// indexOf returns the index over field f. It is only used to build package
+// tables, so a field without an index panics at initialisation.
+func indexOf(f eventapi.Field) index {
+	for _, ix := range indexes {
+		if ix.field == f {
+			return ix
+		}
+	}
+	panic(fmt.Sprintf("pebblestore: no index over %v", f))
 }
 
 // indexPrefix returns the key prefix under which index idx holds value.

@@ -124,18 +124,43 @@ func plan(sel storage.Selector) (index, string, bool) {
 	return index{}, "", false
 }
 
+// involvesIndexes are, for the involves.uid and involves.name fields, the
+// pair of indexes (regarding, related) whose union holds their events.
+var involvesIndexes = []struct {
+	field eventapi.Field
+	ixs   []index
+}{
+	{eventapi.FieldInvolvesUID, []index{indexOf(eventapi.FieldInvolvedUID), indexOf(eventapi.FieldRelatedUID)}},
+	{eventapi.FieldInvolvesName, []index{indexOf(eventapi.FieldInvolvedName), indexOf(eventapi.FieldRelatedName)}},
+}
+
 // involvesPlan picks the pair of indexes (regarding, related) that serve
 // an involves.uid or involves.name term: the events in either.
 func involvesPlan(sel storage.Selector) ([]index, string, bool) {
-	for _, p := range []struct {
-		f        eventapi.Field
-		reg, rel byte
-	}{{eventapi.FieldInvolvesUID, 'u', 'U'}, {eventapi.FieldInvolvesName, 'n', 'N'}} {
-		if v, ok := sel.Fields.Equal(p.f); ok && v != "" {
-			return []index{{id: p.reg}, {id: p.rel}}, v, true
+	for _, p := range involvesIndexes {
+		if v, ok := sel.Fields.Equal(p.field); ok && v != "" {
+			return p.ixs, v, true
 		}
 	}
 	return nil, "", false
+}
+
+// bounds returns the iterator bounds of the keys under prefix, within
+// namespace ns when it is set, and the key to seek to: the first key after
+// prefix+after when after is set and that falls within the bounds.
+func bounds(prefix []byte, ns, after string) (lower, upper, seek []byte) {
+	lower = prefix
+	if ns != "" {
+		lower = append(bytes.Clone(prefix), ns...)
+		lower = append(lower, '/')
+	}
+	seek = lower
+	if after != "" {
+		if s := append(append(bytes.Clone(prefix), after...), 0); bytes.Compare(s, lower) > 0 {
+			seek = s
+		}
+	}
+	return lower, prefixEnd(lower), seek
 }
 
 // unionKeys returns the sorted, distinct "<ns>/<name>" suffixes after
@@ -146,20 +171,10 @@ func unionKeys(ctx context.Context, v *view, ixs []index, value, ns, after strin
 	var out []string
 	for _, ix := range ixs {
 		prefix := indexPrefix(ix.id, value)
-		lower := prefix
-		if ns != "" {
-			lower = append(bytes.Clone(prefix), ns...)
-			lower = append(lower, '/')
-		}
-		it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+		lower, upper, seek := bounds(prefix, ns, after)
+		it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 		if err != nil {
 			return nil, fmt.Errorf("pebblestore: list: %w", err)
-		}
-		seek := lower
-		if after != "" {
-			if s := append(append(bytes.Clone(prefix), after...), 0); bytes.Compare(s, lower) > 0 {
-				seek = s
-			}
 		}
 		for ok := it.SeekGE(seek); ok; ok = it.Next() {
 			if len(out)%1024 == 0 && ctx.Err() != nil {
@@ -218,19 +233,7 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 	if indexed {
 		prefix = indexPrefix(ix.id, value)
 	}
-	lower := prefix
-	if ns != "" {
-		lower = append(bytes.Clone(prefix), ns...)
-		lower = append(lower, '/')
-	}
-	upper := prefixEnd(lower)
-	seek := lower
-	if after != "" {
-		seek = append(append(bytes.Clone(prefix), after...), 0)
-		if bytes.Compare(seek, lower) < 0 {
-			seek = lower
-		}
-	}
+	lower, upper, seek := bounds(prefix, ns, after)
 	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, "", false, fmt.Errorf("pebblestore: list: %w", err)
