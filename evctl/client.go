@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -32,7 +31,7 @@ func (c *connFlags) add(f *pflag.FlagSet) {
 
 // client builds a clientset and the namespace to use, as kubectl does:
 // the kubeconfig (with its loading rules), overridden by the flags.
-func (c *connFlags) client() (kubernetes.Interface, *rest.Config, string, error) {
+func (c *connFlags) client() (kubernetes.Interface, string, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = c.kubeconfig
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.context}
@@ -47,7 +46,7 @@ func (c *connFlags) client() (kubernetes.Interface, *rest.Config, string, error)
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("no server to talk to: %w (give --server or a kubeconfig)", err)
+		return nil, "", fmt.Errorf("no server to talk to: %w (give --server or a kubeconfig)", err)
 	}
 	ns := c.namespace
 	if ns == "" {
@@ -59,7 +58,7 @@ func (c *connFlags) client() (kubernetes.Interface, *rest.Config, string, error)
 	cfg.UserAgent = "evctl"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, "", err
 	}
-	return cs, cfg, ns, nil
+	return cs, ns, nil
 }

@@ -97,7 +97,7 @@ func (e *env) setup(ff *filterFlags) (q *querier, f filter, listNS, ns string, e
 	if f, err = ff.filter(e.now); err != nil {
 		return
 	}
-	cs, _, ns, err := e.conn.client()
+	cs, ns, err := e.conn.client()
 	if err != nil {
 		return
 	}
@@ -172,15 +172,7 @@ func (e *env) watchCommand() *cobra.Command {
 			sortByLast(rows)
 			p := e.printer(ns == "")
 			fw := &follower{q: q, ns: ns, log: klog.Background(),
-				selector: func() string {
-					sel := f.upstream()
-					if q.extensions() {
-						for k, v := range f.extension() {
-							sel[k] = v
-						}
-					}
-					return sel.String()
-				},
+				selector: func() string { return f.selector(q.extensions()).String() },
 				match: func(ev *eventsv1.Event) (*row, bool) {
 					r := newRow(ev)
 					return r, f.matches(r)

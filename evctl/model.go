@@ -7,11 +7,9 @@ import (
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
-)
 
-// seriesStateAnnotation is where this project's recorder keeps a series'
-// state; client-go's recorders do not set it.
-const seriesStateAnnotation = "events.kubevents.io/series-state"
+	"github.com/kubevents/kubevents/internal/seriesstate"
+)
 
 // row is an event as evctl shows it: when it first and last happened, how
 // often, and (for series this project's recorder wrote) whether it is over.
@@ -44,7 +42,7 @@ func newRow(ev *eventsv1.Event) *row {
 	}
 	if s := ev.Series; s != nil {
 		r.count, r.last = s.Count, s.LastObservedTime.Time
-		r.state = ev.Annotations[seriesStateAnnotation]
+		r.state = ev.Annotations[seriesstate.Annotation]
 	}
 	return r
 }

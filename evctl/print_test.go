@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubevents/kubevents/internal/seriesstate"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -31,13 +33,13 @@ func fixture() []*eventsv1.Event {
 			DeprecatedSource: corev1.EventSource{Component: "kubelet", Host: "node-1"}, DeprecatedCount: 25,
 			DeprecatedFirstTimestamp: metav1.NewTime(at(20 * time.Minute)), DeprecatedLastTimestamp: metav1.NewTime(at(47 * time.Second))},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1.series", UID: "2", ResourceVersion: "12",
-			Annotations: map[string]string{seriesStateAnnotation: "finished"}},
+			Annotations: map[string]string{seriesstate.Annotation: "finished"}},
 			Regarding: pod, Related: &node, Reason: "Scheduled", Action: "Binding", Note: "Successfully assigned default/web-1 to node-1",
 			Type: "Normal", ReportingController: "default-scheduler", ReportingInstance: "default-scheduler-h1",
 			EventTime: metav1.NewMicroTime(at(30 * time.Minute)),
 			Series:    &eventsv1.EventSeries{Count: 600, LastObservedTime: metav1.NewMicroTime(at(29 * time.Minute))}},
 		{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1.ongoing", UID: "3", ResourceVersion: "13",
-			Annotations: map[string]string{seriesStateAnnotation: "ongoing"}},
+			Annotations: map[string]string{seriesstate.Annotation: "ongoing"}},
 			Regarding: pod, Reason: "Unhealthy", Action: "Probe", Note: "Readiness probe failed", Type: "Warning",
 			ReportingController: "kubelet", ReportingInstance: "kubelet-node-1",
 			EventTime: metav1.NewMicroTime(at(10 * time.Minute)),

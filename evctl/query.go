@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubevents/kubevents/internal/pager"
 )
 
 // filter is what the user asked to see.
@@ -49,6 +51,18 @@ func (f filter) extension() fields.Set {
 	return s
 }
 
+// selector returns the field selector for f: the upstream terms, and
+// eventsd's extension terms too when ext is set.
+func (f filter) selector(ext bool) fields.Set {
+	s := f.upstream()
+	if ext {
+		for k, v := range f.extension() {
+			s[k] = v
+		}
+	}
+	return s
+}
+
 // matches applies every filter on the client: whatever the server could
 // not select on, and nothing more (it agrees with the server elsewhere).
 func (f filter) matches(r *row) bool {
@@ -83,17 +97,14 @@ func controllerOf(ev *eventsv1.Event) string {
 // server turns out to accept them.
 type querier struct {
 	cs kubernetes.Interface
-	// ext is whether the server accepts the extension selectors: unknown
-	// (nil) until a query that needs them has been tried.
-	ext *bool
+	// noExt is set once the server has refused an extension selector;
+	// until then the extensions are tried.
+	noExt bool
 }
 
-func (q *querier) extensions() bool { return q.ext == nil || *q.ext }
-
-func (q *querier) noExtensions() {
-	f := false
-	q.ext = &f
-}
+// extensions reports whether queries should use eventsd's extensions:
+// until the server has refused them.
+func (q *querier) extensions() bool { return !q.noExt }
 
 // isUnsupportedField reports whether err is a server refusing a field
 // label, as kube-apiserver does for eventsd's extensions.
@@ -105,48 +116,35 @@ func isUnsupportedField(err error) bool {
 // returns them with the list's resourceVersion.
 func (q *querier) listAll(ctx context.Context, ns, selector string) ([]eventsv1.Event, string, error) {
 	var out []eventsv1.Event
-	opts := metav1.ListOptions{FieldSelector: selector, Limit: 500}
 	rv := ""
-	for {
-		l, err := q.cs.EventsV1().Events(ns).List(ctx, opts)
-		if err != nil {
-			return nil, "", err
-		}
+	opts := metav1.ListOptions{FieldSelector: selector, Limit: 500}
+	err := pager.Each(ctx, opts, q.cs.EventsV1().Events(ns).List, func(l *eventsv1.EventList) error {
 		if rv == "" {
 			rv = l.ResourceVersion
 		}
 		out = append(out, l.Items...)
-		if l.Continue == "" {
-			return out, rv, nil
-		}
-		opts.Continue = l.Continue
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
 	}
+	return out, rv, nil
 }
 
 // list returns the events f selects in ns ("" for all): server-side as far
 // as the server can, the rest here.
 func (q *querier) list(ctx context.Context, ns string, f filter) ([]*row, string, error) {
-	sel := f.upstream()
-	if ext := f.extension(); len(ext) > 0 && q.extensions() {
-		all := fields.Set{}
-		for k, v := range sel {
-			all[k] = v
-		}
-		for k, v := range ext {
-			all[k] = v
-		}
-		items, rv, err := q.listAll(ctx, ns, all.String())
+	if len(f.extension()) > 0 && q.extensions() {
+		items, rv, err := q.listAll(ctx, ns, f.selector(true).String())
 		if err == nil {
-			t := true
-			q.ext = &t
 			return keep(items, f.matches), rv, nil
 		}
 		if !isUnsupportedField(err) {
 			return nil, "", err
 		}
-		q.noExtensions()
+		q.noExt = true
 	}
-	items, rv, err := q.listAll(ctx, ns, sel.String())
+	items, rv, err := q.listAll(ctx, ns, f.selector(false).String())
 	if err != nil {
 		return nil, "", err
 	}
@@ -189,38 +187,23 @@ func involvesSelector(t target) string {
 
 // timeline returns every event that concerns t, as regarding or related
 // object, with the resourceVersion to watch from. eventsd answers one
-// involves.* query; another server gets the regarding query, and the
-// related events are found in a list of every namespace, since no
-// upstream selector reaches the related object.
+// involves.* query; another server gets one list of every event in every
+// namespace, filtered here, since no upstream selector reaches the related
+// object.
 func (q *querier) timeline(ctx context.Context, t target) ([]*row, string, error) {
 	if q.extensions() {
 		items, rv, err := q.listAll(ctx, metav1.NamespaceAll, involvesSelector(t))
 		if err == nil {
-			tr := true
-			q.ext = &tr
 			return withRoles(items, t), rv, nil
 		}
 		if !isUnsupportedField(err) {
 			return nil, "", err
 		}
-		q.noExtensions()
+		q.noExt = true
 	}
-	ns := t.namespace
-	regarding, _, err := q.listAll(ctx, ns, fields.Set{"regarding.kind": t.kind, "regarding.name": t.name}.String())
+	items, rv, err := q.listAll(ctx, metav1.NamespaceAll, "")
 	if err != nil {
 		return nil, "", err
-	}
-	all, rv, err := q.listAll(ctx, metav1.NamespaceAll, "")
-	if err != nil {
-		return nil, "", err
-	}
-	seen := map[string]bool{}
-	var items []eventsv1.Event
-	for _, ev := range append(regarding, all...) {
-		if involvement(&ev, t) != "" && !seen[string(ev.UID)] {
-			seen[string(ev.UID)] = true
-			items = append(items, ev)
-		}
 	}
 	return withRoles(items, t), rv, nil
 }

@@ -3,11 +3,11 @@ package evctl
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -126,7 +126,7 @@ func (f *follower) consume(ctx context.Context, w watch.Interface, rv string) (s
 			case watch.Error:
 				return rv, progressed, apierrors.FromObject(e.Object)
 			case watch.Bookmark, watch.Deleted:
-				if m, err := metaOf(e.Object); err == nil {
+				if m, err := meta.Accessor(e.Object); err == nil {
 					rv, progressed = m.GetResourceVersion(), true
 				}
 			case watch.Added, watch.Modified:
@@ -143,14 +143,6 @@ func (f *follower) consume(ctx context.Context, w watch.Interface, rv string) (s
 			}
 		}
 	}
-}
-
-func metaOf(obj any) (metav1.Object, error) {
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("%T has no metadata", obj)
-	}
-	return m, nil
 }
 
 // stream prints watched rows: the table's rows, or one JSON object per

@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"context"
 	"errors"
-
 	"os"
 	"sync"
 	"sync/atomic"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/kubevents/kubevents/internal/ratelog"
 	"github.com/kubevents/kubevents/internal/recordermetrics"
 	"github.com/kubevents/kubevents/internal/sinkretry"
 )
@@ -24,13 +22,11 @@ import (
 // EventBroadcaster.
 type Broadcaster struct {
 	sink     EventSink
-	o        options
-	clock    clock.WithTicker
-	log      klog.Logger
+	o        options // o.clock and o.logger serve the broadcaster too
 	metrics  *recordermetrics.Metrics
 	retry    sinkretry.Policy
 	hostname string
-	dropLog  *ratelog.Limiter
+	drops    *recordermetrics.Dropper // every cause logged under dropLogKey
 
 	mu        sync.Mutex
 	series    map[eventKey]*series
@@ -83,11 +79,11 @@ func NewBroadcaster(sink EventSink, opts ...Option) *Broadcaster {
 		opt(&o)
 	}
 	b := &Broadcaster{
-		sink: sink, o: o, clock: o.clock, log: o.logger,
+		sink:       sink,
+		o:          o,
 		metrics:    recordermetrics.New("events.k8s.io/v1"),
 		retry:      sinkretry.Policy(o.retry).WithDefaults(),
 		hostname:   o.hostname,
-		dropLog:    ratelog.New(o.clock, 10*time.Second),
 		series:     map[eventKey]*series{},
 		watchers:   map[*watcher]struct{}{},
 		wake:       make(chan struct{}, 1),
@@ -99,9 +95,10 @@ func NewBroadcaster(sink EventSink, opts ...Option) *Broadcaster {
 	}
 	if o.registerer != nil {
 		if err := b.metrics.Register(o.registerer); err != nil {
-			b.log.Error(err, "registering event recorder metrics")
+			b.o.logger.Error(err, "registering event recorder metrics")
 		}
 	}
+	b.drops = recordermetrics.NewDropper(b.metrics, o.clock, dropLogInterval, dropLogKey)
 	return b
 }
 
@@ -147,7 +144,7 @@ func (b *Broadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
 		}
 	}()
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		b.log.Error(err, "starting the events broadcaster")
+		b.o.logger.Error(err, "starting the events broadcaster")
 	}
 }
 
@@ -172,7 +169,7 @@ func (b *Broadcaster) Shutdown() {
 	b.mu.Unlock()
 	if started {
 		b.signal()
-		t := b.clock.NewTimer(b.o.shutdownTimeout)
+		t := b.o.clock.NewTimer(b.o.shutdownTimeout)
 		select {
 		case <-b.workerDone:
 		case <-t.C():
@@ -203,12 +200,11 @@ func (b *Broadcaster) signal() {
 	}
 }
 
-// drop counts and logs (rate-limited) an event or occurrence given up on.
+// drop counts an event or occurrence given up on and logs msg (which
+// starts "Event dropped: "), at most once per dropLogInterval for every
+// cause together.
 func (b *Broadcaster) drop(cause, msg string, kv ...any) {
-	b.metrics.Dropped.WithLabelValues(cause).Inc()
-	if ok, n := b.dropLog.Allow(); ok {
-		b.log.Error(nil, "Event dropped: "+msg, append(kv, "cause", cause, "droppedSinceLastLog", n)...)
-	}
+	b.drops.Drop(b.o.logger, dropLogKey, cause, 1, nil, msg, kv...)
 }
 
 // observe counts an occurrence of a tracked event. It reports false if
@@ -217,7 +213,7 @@ func (b *Broadcaster) observe(last *lastHit, k eventKey, now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
-		b.drop(recordermetrics.DropShutdown, "the broadcaster is shut down", "reason", k.reason)
+		b.drop(recordermetrics.DropShutdown, "Event dropped: the broadcaster is shut down", "reason", k.reason)
 		return true
 	}
 	s := last.s
@@ -245,7 +241,7 @@ func (b *Broadcaster) add(last *lastHit, k eventKey, ev *eventsv1.Event, now tim
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.stopped {
-		b.drop(recordermetrics.DropShutdown, "the broadcaster is shut down", "reason", k.reason)
+		b.drop(recordermetrics.DropShutdown, "Event dropped: the broadcaster is shut down", "reason", k.reason)
 		return
 	}
 	if s := b.series[k]; s != nil { // another goroutine created it meanwhile
@@ -253,7 +249,7 @@ func (b *Broadcaster) add(last *lastHit, k eventKey, ev *eventsv1.Event, now tim
 		return
 	}
 	if len(b.series) >= b.o.maxSeries || b.newWrites >= b.o.maxQueued {
-		b.drop(recordermetrics.DropQueueFull, "too many events pending", "reason", k.reason, "name", ev.Name)
+		b.drop(recordermetrics.DropQueueFull, "Event dropped: too many events pending", "reason", k.reason, "name", ev.Name)
 		return
 	}
 	s := &series{key: k, event: ev, count: 1, lastObserved: now}
@@ -341,7 +337,7 @@ func minTime(a, b time.Time) time.Time {
 func (b *Broadcaster) dropPendingLocked() {
 	for _, j := range b.jobs {
 		if j.s != nil && (j.s.count > j.s.written || !j.s.created) {
-			b.drop(recordermetrics.DropShutdown, "not written before shutdown", "reason", j.s.key.reason, "name", j.s.event.Name)
+			b.drop(recordermetrics.DropShutdown, "Event dropped: not written before shutdown", "reason", j.s.key.reason, "name", j.s.event.Name)
 		}
 	}
 	b.jobs = nil
@@ -353,7 +349,7 @@ func (b *Broadcaster) run(ctx context.Context) {
 	defer close(b.workerDone)
 	for {
 		b.mu.Lock()
-		now := b.clock.Now()
+		now := b.o.clock.Now()
 		if !b.stopped {
 			b.maintainLocked(now)
 		}
@@ -396,9 +392,9 @@ func (b *Broadcaster) run(ctx context.Context) {
 		var t clock.Timer
 		if len(b.deadlines) > 0 {
 			next := b.deadlines[0].t
-			t = b.clock.NewTimer(next.Sub(b.clock.Now()))
+			t = b.o.clock.NewTimer(next.Sub(b.o.clock.Now()))
 			timeout = t.C()
-			if !b.clock.Now().Before(next) {
+			if !b.o.clock.Now().Before(next) {
 				// The clock moved while the timer was armed (a stepped
 				// fake clock): its deadline may be late; look again now.
 				t.Stop()
@@ -471,7 +467,7 @@ func (b *Broadcaster) notifyWatchers(ev *eventsv1.Event) {
 		select {
 		case w.ch <- ev:
 		default:
-			b.drop(recordermetrics.DropQueueFull, "an event watcher is too slow", "reason", ev.Reason)
+			b.drop(recordermetrics.DropQueueFull, "Event dropped: an event watcher is too slow", "reason", ev.Reason)
 		}
 	}
 }
@@ -524,7 +520,7 @@ func (b *Broadcaster) StartLogging(logger klog.Logger) (func(), error) {
 func (b *Broadcaster) StartStructuredLogging(verbosity klog.Level) func() {
 	stop, err := b.StartLogging(klog.Background().V(int(verbosity)))
 	if err != nil {
-		b.log.Error(err, "starting event logging")
+		b.o.logger.Error(err, "starting event logging")
 		return func() {}
 	}
 	return stop
@@ -552,5 +548,5 @@ func (b *Broadcaster) idle() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.jobs) == 0 && !b.busy && b.parked &&
-		(len(b.deadlines) == 0 || b.deadlines[0].t.After(b.clock.Now()))
+		(len(b.deadlines) == 0 || b.deadlines[0].t.After(b.o.clock.Now()))
 }

@@ -6,6 +6,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientevents "k8s.io/client-go/tools/events"
+
+	"github.com/kubevents/kubevents/internal/seriesstate"
 )
 
 // The interfaces are client-go's, so that values of this package can be
@@ -30,11 +32,12 @@ type Lister interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*eventsv1.EventList, error)
 }
 
-// SeriesStateAnnotation is set on events in a series: SeriesOngoing while
-// occurrences may still be counted, SeriesFinished once the series has been
-// idle for FinishAfter and its final count is written.
+// SeriesStateAnnotation ("events.kubevents.io/series-state") is set on
+// events in a series: SeriesOngoing while occurrences may still be counted,
+// SeriesFinished once the series has been idle for FinishAfter and its
+// final count is written.
 const (
-	SeriesStateAnnotation = "events.kubevents.io/series-state"
+	SeriesStateAnnotation = seriesstate.Annotation
 	SeriesOngoing         = "ongoing"
 	SeriesFinished        = "finished"
 )

@@ -38,6 +38,12 @@ const (
 	truncationMarker = "...(truncated)"
 	// watcherQueue bounds each StartEventWatcher / StartLogging queue.
 	watcherQueue = 1000
+	// dropLogInterval is the least time between two log lines about
+	// drops, of any cause; the line carries how many it stands for.
+	dropLogInterval = 10 * time.Second
+	// dropLogKey is the one rate-limit key every drop is logged under, so
+	// that all causes share one limiter.
+	dropLogKey = "events"
 )
 
 // RetryPolicy is how failed writes are retried: up to MaxAttempts in all,

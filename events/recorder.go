@@ -92,13 +92,13 @@ func (r *recorder) emit(regarding, related runtime.Object, annotations map[strin
 	b := r.b
 	b.metrics.Emitted.Inc()
 	if eventtype != corev1.EventTypeNormal && eventtype != corev1.EventTypeWarning {
-		b.drop(recordermetrics.DropInvalid, "unsupported event type", "type", eventtype, "reason", reason)
+		b.drop(recordermetrics.DropInvalid, "Event dropped: unsupported event type", "type", eventtype, "reason", reason)
 		return
 	}
 	k := eventKey{eventType: eventtype, action: action, reason: reason, controller: r.controller, instance: r.instance}
 	var err error
 	if k.regarding, err = r.refs.key(regarding); err != nil {
-		b.drop(recordermetrics.DropInvalid, "no reference for the regarding object", "err", err, "reason", reason)
+		b.drop(recordermetrics.DropInvalid, "Event dropped: no reference for the regarding object", "err", err, "reason", reason)
 		return
 	}
 	if related != nil {
@@ -108,7 +108,7 @@ func (r *recorder) emit(regarding, related runtime.Object, annotations map[strin
 			related = nil
 		}
 	}
-	now := b.clock.Now()
+	now := b.o.clock.Now()
 	// A repeated occurrence is only counted: no formatting, no allocation
 	// (unless someone watches every occurrence).
 	observed := b.observe(r.last, k, now)
@@ -117,7 +117,7 @@ func (r *recorder) emit(regarding, related runtime.Object, annotations map[strin
 	}
 	ev, err := r.makeEvent(regarding, related, annotations, eventtype, reason, action, note, args, now)
 	if err != nil {
-		b.drop(recordermetrics.DropInvalid, "no reference for the regarding object", "err", err, "reason", reason)
+		b.drop(recordermetrics.DropInvalid, "Event dropped: no reference for the regarding object", "err", err, "reason", reason)
 		return
 	}
 	b.notifyWatchers(ev)

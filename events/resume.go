@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	clientevents "k8s.io/client-go/tools/events"
+
+	"github.com/kubevents/kubevents/internal/pager"
 )
 
 // resumeJob resumes the series of one reporting controller and instance.
@@ -63,11 +65,11 @@ func (b *Broadcaster) resume(ctx context.Context, j *resumeJob) {
 			break
 		}
 		if !apierrors.IsBadRequest(err) || i == len(selectors)-1 {
-			b.log.Error(err, "listing earlier events to resume their series; continuing without", "reportingController", j.controller)
+			b.o.logger.Error(err, "listing earlier events to resume their series; continuing without", "reportingController", j.controller)
 			return
 		}
 	}
-	now := b.clock.Now()
+	now := b.o.clock.Now()
 	resumed := 0
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -119,22 +121,19 @@ func (b *Broadcaster) resume(ctx context.Context, j *resumeJob) {
 	}
 	b.metrics.ActiveSeries.Set(float64(len(b.series)))
 	if resumed > 0 {
-		b.log.Info("Resumed earlier events", "reportingController", j.controller, "reportingInstance", j.instance, "events", resumed)
+		b.o.logger.Info("Resumed earlier events", "reportingController", j.controller, "reportingInstance", j.instance, "events", resumed)
 	}
 }
 
+// listAll lists every event selector selects, listPage at a time.
 func listAll(ctx context.Context, list func(context.Context, metav1.ListOptions) (*eventsv1.EventList, error), selector string) ([]eventsv1.Event, error) {
 	var out []eventsv1.Event
-	opts := metav1.ListOptions{FieldSelector: selector, Limit: listPage}
-	for {
-		l, err := list(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
+	err := pager.Each(ctx, metav1.ListOptions{FieldSelector: selector, Limit: listPage}, list, func(l *eventsv1.EventList) error {
 		out = append(out, l.Items...)
-		if l.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = l.Continue
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }

@@ -100,24 +100,24 @@ func (b *Broadcaster) write(ctx context.Context, s *series, snap snapshot) {
 		}
 		b.metrics.Writes.WithLabelValues(verb, "error").Inc()
 		if ctx.Err() != nil {
-			b.drop(recordermetrics.DropShutdown, "not written before shutdown", "name", snap.event.Name, "reason", snap.event.Reason)
+			b.drop(recordermetrics.DropShutdown, "Event dropped: not written before shutdown", "name", snap.event.Name, "reason", snap.event.Reason)
 			return
 		}
 		if sinkretry.Classify(err) == sinkretry.Drop {
-			b.drop(recordermetrics.DropRejected, "the server refused it", "err", err, "name", snap.event.Name, "reason", snap.event.Reason)
+			b.drop(recordermetrics.DropRejected, "Event dropped: the server refused it", "err", err, "name", snap.event.Name, "reason", snap.event.Reason)
 			return
 		}
 		if attempt >= b.retry.MaxAttempts {
-			b.drop(recordermetrics.DropRetriesExhausted, fmt.Sprintf("every one of %d attempts failed", attempt), "err", err, "name", snap.event.Name, "reason", snap.event.Reason)
+			b.drop(recordermetrics.DropRetriesExhausted, fmt.Sprintf("Event dropped: every one of %d attempts failed", attempt), "err", err, "name", snap.event.Name, "reason", snap.event.Reason)
 			return
 		}
 		b.metrics.Retries.Inc()
-		t := b.clock.NewTimer(b.retry.Delay(attempt, err))
+		t := b.o.clock.NewTimer(b.retry.Delay(attempt, err))
 		select {
 		case <-t.C():
 		case <-ctx.Done():
 			t.Stop()
-			b.drop(recordermetrics.DropShutdown, "not written before shutdown", "name", snap.event.Name, "reason", snap.event.Reason)
+			b.drop(recordermetrics.DropShutdown, "Event dropped: not written before shutdown", "name", snap.event.Name, "reason", snap.event.Reason)
 			return
 		}
 	}
@@ -171,6 +171,6 @@ func (b *Broadcaster) rename(s *series, snap *snapshot) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ev := s.event.DeepCopy()
-	ev.Name = util.GenerateEventName(ev.Regarding.Name, b.uniqueNano(b.clock.Now()))
+	ev.Name = util.GenerateEventName(ev.Regarding.Name, b.uniqueNano(b.o.clock.Now()))
 	s.event, snap.event = ev, ev
 }

@@ -3,7 +3,6 @@ package record
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/kubevents/kubevents/internal/ratelog"
 	"github.com/kubevents/kubevents/internal/recordermetrics"
 	"github.com/kubevents/kubevents/internal/sinkretry"
 )
@@ -44,12 +42,12 @@ type Broadcaster struct {
 	queueSize       int
 	shutdownTimeout time.Duration
 	resume          bool
-	// dropLogs rate-limits drop log lines per cause; dropped and writes
-	// are the metrics' children, resolved once. All built at
-	// construction, then read only.
-	dropLogs map[string]*ratelog.Limiter
-	dropped  map[string]prometheus.Counter
-	writes   [2][2]prometheus.Counter // [create, patch][success, error]
+	// drops counts drops and rate-limits their log lines per cause (and
+	// per logAlreadyExists, logEmitStopped); writes are the metrics'
+	// children, resolved once. Both built at construction, then read
+	// only.
+	drops  *recordermetrics.Dropper
+	writes [2][2]prometheus.Counter // [create, patch][success, error]
 
 	// ctx bounds resume lists; Shutdown cancels it when it is done or
 	// its deadline passes.
@@ -126,21 +124,12 @@ func NewBroadcaster(opts ...Option) *Broadcaster {
 	// Cancelling the caller's context starts Shutdown, which still lists
 	// while it drains; so b.ctx does not inherit that cancellation.
 	b.ctx, b.cancel = context.WithCancel(context.WithoutCancel(parent))
-	b.dropLogs = make(map[string]*ratelog.Limiter)
-	for _, cause := range []string{recordermetrics.DropInvalid, recordermetrics.DropQueueFull, recordermetrics.DropRejected,
-		recordermetrics.DropRetriesExhausted, recordermetrics.DropShutdown, recordermetrics.DropRateLimited, logAlreadyExists, logEmitStopped} {
-		b.dropLogs[cause] = ratelog.New(b.clock, dropLogInterval)
-	}
 	if c.registerer != nil {
-		if err := registerMetrics(c.registerer, b.metrics); err != nil {
+		if err := b.metrics.RegisterShared(c.registerer); err != nil {
 			b.logger.Error(err, "Registering the event recorder's metrics failed")
 		}
 	}
-	b.dropped = make(map[string]prometheus.Counter)
-	for _, cause := range []string{recordermetrics.DropInvalid, recordermetrics.DropQueueFull, recordermetrics.DropRejected,
-		recordermetrics.DropRetriesExhausted, recordermetrics.DropShutdown, recordermetrics.DropRateLimited} {
-		b.dropped[cause] = b.metrics.Dropped.WithLabelValues(cause)
-	}
+	b.drops = recordermetrics.NewDropper(b.metrics, b.clock, dropLogInterval, logAlreadyExists, logEmitStopped)
 	for i, verb := range []string{verbCreate, verbPatch} {
 		for j, res := range []string{resultSuccess, resultError} {
 			b.writes[i][j] = b.metrics.Writes.WithLabelValues(verb, res)
@@ -162,46 +151,6 @@ func NewBroadcasterForTests(sleepDuration time.Duration) *Broadcaster {
 // NewBroadcaster(WithCorrelatorOptions(options)).
 func NewBroadcasterWithCorrelatorOptions(options CorrelatorOptions) *Broadcaster {
 	return NewBroadcaster(WithCorrelatorOptions(options))
-}
-
-// registerMetrics registers m with reg, adopting a metric another
-// broadcaster registered there already, so that broadcasters sharing a
-// registry share their counters.
-func registerMetrics(reg prometheus.Registerer, m *recordermetrics.Metrics) error {
-	var errs []error
-	adopt := func(c prometheus.Collector) prometheus.Collector {
-		err := reg.Register(c)
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			return are.ExistingCollector
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("registering metric: %w", err))
-		}
-		return c
-	}
-	if c, ok := adopt(m.Emitted).(prometheus.Counter); ok {
-		m.Emitted = c
-	}
-	if c, ok := adopt(m.Deduplicated).(prometheus.Counter); ok {
-		m.Deduplicated = c
-	}
-	if c, ok := adopt(m.Aggregated).(prometheus.Counter); ok {
-		m.Aggregated = c
-	}
-	if c, ok := adopt(m.Writes).(*prometheus.CounterVec); ok {
-		m.Writes = c
-	}
-	if c, ok := adopt(m.Dropped).(*prometheus.CounterVec); ok {
-		m.Dropped = c
-	}
-	if c, ok := adopt(m.Retries).(prometheus.Counter); ok {
-		m.Retries = c
-	}
-	if c, ok := adopt(m.ActiveSeries).(prometheus.Gauge); ok {
-		m.ActiveSeries = c
-	}
-	return errors.Join(errs...)
 }
 
 // countWrite counts one sink call.
@@ -297,7 +246,7 @@ func (b *Broadcaster) emit(logger klog.Logger, ev *corev1.Event) {
 	b.mu.RLock()
 	if b.stopped {
 		b.mu.RUnlock()
-		b.dropKeyed(logger, logEmitStopped, recordermetrics.DropShutdown, 1, errStopped, "Unable to record event (will not retry!)", "event", klog.KObj(ev))
+		b.drops.Drop(logger, logEmitStopped, recordermetrics.DropShutdown, 1, errStopped, "Unable to record event (will not retry!)", "event", klog.KObj(ev))
 		return
 	}
 	for _, w := range b.watchers {
@@ -318,36 +267,7 @@ func (b *Broadcaster) emit(logger klog.Logger, ev *corev1.Event) {
 // once per dropLogInterval per cause, with the number of drops the line
 // stands for.
 func (b *Broadcaster) drop(logger klog.Logger, cause string, n int, err error, msg string, kv ...any) {
-	b.dropKeyed(logger, cause, cause, n, err, msg, kv...)
-}
-
-// dropKeyed is drop with the log line rate-limited under key.
-func (b *Broadcaster) dropKeyed(logger klog.Logger, key, cause string, n int, err error, msg string, kv ...any) {
-	if n <= 0 {
-		return
-	}
-	b.dropped[cause].Add(float64(n))
-	b.logRateLimited(logger, key, 0, err, msg, append(kv, "cause", cause, "dropped", n)...)
-}
-
-// logRateLimited logs msg as an error (verbosity 0) or at V(verbosity),
-// rate-limited under key.
-func (b *Broadcaster) logRateLimited(logger klog.Logger, key string, verbosity int, err error, msg string, kv ...any) {
-	if verbosity > 0 && !logger.V(verbosity).Enabled() {
-		return
-	}
-	ok, suppressed := b.dropLogs[key].Allow()
-	if !ok {
-		return
-	}
-	if suppressed > 0 {
-		kv = append(kv, "suppressedSinceLastLog", suppressed)
-	}
-	if verbosity > 0 {
-		logger.V(verbosity).Info(msg, append(kv, "err", err)...)
-		return
-	}
-	logger.Error(err, msg, kv...)
+	b.drops.Drop(logger, cause, cause, n, err, msg, kv...)
 }
 
 // Shutdown stops the broadcaster: events emitted from now on are dropped

@@ -54,13 +54,13 @@ func (r *recorder) generate(object runtime.Object, annotations map[string]string
 	b.metrics.Emitted.Inc()
 	ref, err := reference.GetReference(r.scheme, object)
 	if err != nil {
-		b.dropped[recordermetrics.DropInvalid].Inc()
+		b.drops.Count(recordermetrics.DropInvalid, 1)
 		r.logger.Error(err, "Could not construct reference, will not report event",
 			"object", object, "eventType", eventtype, "reason", reason, "message", message)
 		return
 	}
 	if eventtype != corev1.EventTypeNormal && eventtype != corev1.EventTypeWarning {
-		b.dropped[recordermetrics.DropInvalid].Inc()
+		b.drops.Count(recordermetrics.DropInvalid, 1)
 		r.logger.Error(nil, "Unsupported event type", "eventType", eventtype)
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/kubevents/kubevents/internal/pager"
 )
 
 // resumePageSize is the page size of the resume list: large enough that a
@@ -62,20 +64,17 @@ func listSource(ctx context.Context, l Lister, src corev1.EventSource) ([]*corev
 		Limit:         resumePageSize,
 	}
 	var out []*corev1.Event
-	for {
-		list, err := l.List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("listing the events of %q on %q: %w", src.Component, src.Host, err)
-		}
+	err := pager.Each(ctx, opts, l.List, func(list *corev1.EventList) error {
 		for i := range list.Items {
 			ev := &list.Items[i]
 			if ev.Source.Component == src.Component && ev.Source.Host == src.Host {
 				out = append(out, ev)
 			}
 		}
-		if list.Continue == "" {
-			return out, nil
-		}
-		opts.Continue = list.Continue
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the events of %q on %q: %w", src.Component, src.Host, err)
 	}
+	return out, nil
 }

@@ -298,14 +298,14 @@ func (w *sinkWorker) refused(ev *corev1.Event, err error) bool {
 	var rce *restclient.RequestConstructionError
 	switch {
 	case errors.As(err, &rce):
-		b.dropped[recordermetrics.DropRejected].Inc()
-		b.logRateLimited(b.logger, recordermetrics.DropRejected, 0, err, "Unable to construct event (will not retry!)", "event", klog.KObj(ev))
+		b.drops.Count(recordermetrics.DropRejected, 1)
+		b.drops.Log(b.logger, recordermetrics.DropRejected, 0, err, "Unable to construct event (will not retry!)", "event", klog.KObj(ev))
 	case apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		b.dropped[recordermetrics.DropRejected].Inc()
-		b.logRateLimited(b.logger, logAlreadyExists, 5, err, "Server rejected event (will not retry!)", "event", klog.KObj(ev))
+		b.drops.Count(recordermetrics.DropRejected, 1)
+		b.drops.Log(b.logger, logAlreadyExists, 5, err, "Server rejected event (will not retry!)", "event", klog.KObj(ev))
 	case sinkretry.Classify(err) == sinkretry.Drop:
-		b.dropped[recordermetrics.DropRejected].Inc()
-		b.logRateLimited(b.logger, recordermetrics.DropRejected, 0, err, "Server rejected event (will not retry!)", "event", klog.KObj(ev))
+		b.drops.Count(recordermetrics.DropRejected, 1)
+		b.drops.Log(b.logger, recordermetrics.DropRejected, 0, err, "Server rejected event (will not retry!)", "event", klog.KObj(ev))
 	default:
 		return false
 	}

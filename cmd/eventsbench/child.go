@@ -10,11 +10,12 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // childEnv marks a process as started by run: the test binary, re-executed
@@ -162,7 +163,9 @@ func (c *child) exitErr() error {
 }
 
 // scrapeMetrics returns the unlabelled samples of a Prometheus text
-// exposition at c.URL/metrics.
+// exposition at c.URL/metrics: each counter's, gauge's and untyped
+// metric's value by its name, and each summary's and histogram's sum and
+// count as name_sum and name_count.
 func (c *child) scrapeMetrics(ctx context.Context) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -178,23 +181,32 @@ func (c *child) scrapeMetrics(ctx context.Context) (map[string]float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
+	var p expfmt.TextParser
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: %w", err)
+	}
 	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' || strings.ContainsRune(line, '{') {
-			continue
-		}
-		name, val, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
-			out[name] = f
+	for name, f := range fams {
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) > 0 {
+				continue
+			}
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				out[name] = m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				out[name] = m.GetGauge().GetValue()
+			case dto.MetricType_UNTYPED:
+				out[name] = m.GetUntyped().GetValue()
+			case dto.MetricType_SUMMARY:
+				out[name+"_sum"], out[name+"_count"] = m.GetSummary().GetSampleSum(), float64(m.GetSummary().GetSampleCount())
+			case dto.MetricType_HISTOGRAM:
+				out[name+"_sum"], out[name+"_count"] = m.GetHistogram().GetSampleSum(), float64(m.GetHistogram().GetSampleCount())
+			}
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // tailBuffer keeps the last max bytes of a child's output lines.

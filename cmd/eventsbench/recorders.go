@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -326,7 +328,7 @@ func printRecorders(w io.Writer, cfg recordersConfig, results []*recorderResult)
 			emitted += n
 		}
 		var parts []string
-		for _, reason := range sortedKeys(r.Emitted) {
+		for _, reason := range slices.Sorted(maps.Keys(r.Emitted)) {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", reason, r.Stored[reason], r.Emitted[reason]))
 		}
 		exact := "no"
@@ -336,13 +338,4 @@ func printRecorders(w io.Writer, cfg recordersConfig, results []*recorderResult)
 		fmt.Fprintf(w, "| %s | %s | %d | %d (%d + %d) | %d | %s | %s |\n", r.Workload, r.Recorder, emitted,
 			r.Creates+r.Patches, r.Creates, r.Patches, r.Objects, strings.Join(parts, ", "), exact)
 	}
-}
-
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -198,12 +198,6 @@ func (p *Process) waitReady() {
 	p.t.Fatalf("eventsd at %s not ready within 30s\n%s", p.URL, p.logs.String())
 }
 
-// Logs returns what the process has logged so far.
-func (p *Process) Logs() string { return p.logs.String() }
-
-// DataDir is the process's store directory.
-func (p *Process) DataDir() string { return p.opts.DataDir }
-
 // Kill sends SIGKILL and waits for the process to end: a crash.
 func (p *Process) Kill() {
 	if p.cmd == nil {

@@ -4,6 +4,7 @@ package recordermetrics
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -28,6 +29,10 @@ const (
 	// written; it is carried in the count of the event's next write.
 	DropRateLimited = "rate_limited"
 )
+
+// Causes lists every drop cause above; the Dropped metric has no other
+// label values. It must not be modified.
+var Causes = []string{DropInvalid, DropQueueFull, DropRejected, DropRetriesExhausted, DropShutdown, DropRateLimited}
 
 // Metrics are one broadcaster's counters.
 type Metrics struct {
@@ -75,8 +80,59 @@ func New(api string) *Metrics {
 // Register registers every metric with reg.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	var errs []error
-	for _, c := range []prometheus.Collector{m.Emitted, m.Deduplicated, m.Aggregated, m.Writes, m.Dropped, m.Retries, m.ActiveSeries} {
-		errs = append(errs, reg.Register(c))
+	for _, c := range m.collectors() {
+		errs = append(errs, reg.Register(c.metric))
 	}
 	return errors.Join(errs...)
+}
+
+// RegisterShared registers every metric with reg, adopting a metric
+// another broadcaster registered there already (one with the same
+// description), so that broadcasters sharing a registry share their
+// counters. Call it before anything resolves the metrics' children (as
+// NewDropper does).
+func (m *Metrics) RegisterShared(reg prometheus.Registerer) error {
+	var errs []error
+	for _, c := range m.collectors() {
+		err := reg.Register(c.metric)
+		var are prometheus.AlreadyRegisteredError
+		switch {
+		case errors.As(err, &are):
+			c.adopt(are.ExistingCollector)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("registering metric: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// collector is one of the metrics and how to replace it with an equal
+// one registered earlier.
+type collector struct {
+	metric prometheus.Collector
+	adopt  func(prometheus.Collector)
+}
+
+// collectors lists every metric of m, the one list Register and
+// RegisterShared both use.
+func (m *Metrics) collectors() []collector {
+	return []collector{
+		{m.Emitted, adopt(&m.Emitted)},
+		{m.Deduplicated, adopt(&m.Deduplicated)},
+		{m.Aggregated, adopt(&m.Aggregated)},
+		{m.Writes, adopt(&m.Writes)},
+		{m.Dropped, adopt(&m.Dropped)},
+		{m.Retries, adopt(&m.Retries)},
+		{m.ActiveSeries, adopt(&m.ActiveSeries)},
+	}
+}
+
+// adopt returns a function that sets *field to a collector of its type,
+// and leaves it alone given one of another type.
+func adopt[T prometheus.Collector](field *T) func(prometheus.Collector) {
+	return func(c prometheus.Collector) {
+		if v, ok := c.(T); ok {
+			*field = v
+		}
+	}
 }
