@@ -16,6 +16,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // childEnv marks a process as started by run: the test binary, re-executed
@@ -181,7 +182,7 @@ func (c *child) scrapeMetrics(ctx context.Context) (map[string]float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
-	var p expfmt.TextParser
+	p := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("GET /metrics: %w", err)
