@@ -59,6 +59,7 @@ type series struct {
 	written     int32     // the count last written
 	state       string    // the series state last written
 	lastWrite   time.Time // when it was written
+	liveBase    time.Time // the last live check that found nothing new (WithLiveSeriesCounts)
 	queued      bool      // a write job is pending
 	finished    bool      // idle for FinishAfter: a final write, then forgotten
 	removed     bool      // no longer in the map
@@ -315,15 +316,56 @@ func (b *Broadcaster) maintainLocked(now time.Time) {
 			next := finishAt
 			if s.count >= 2 && s.created && !s.lastWrite.IsZero() {
 				hb := s.lastWrite.Add(b.o.heartbeat)
-				if !now.Before(hb) {
+				if live := b.liveDueLocked(s); !now.Before(hb) {
 					b.queueWriteLocked(s)
 					hb = now.Add(b.o.heartbeat)
+					s.liveBase = now
+				} else if !live.IsZero() && !now.Before(live) {
+					if s.count > s.written {
+						b.queueWriteLocked(s)
+					}
+					// Written or not, the next look is once the age has
+					// doubled again: the stored count then reflects every
+					// occurrence up to half the series' age.
+					s.liveBase = now
 				}
 				next = minTime(next, hb)
+				if live := b.liveDueLocked(s); !live.IsZero() {
+					next = minTime(next, live)
+				}
 			}
 			b.scheduleLocked(s, next)
 		}
 	}
+}
+
+// liveDueLocked returns when live counting next looks at s (zero when it
+// is off or s is not a written series): at LiveSeriesFirstWrite of age,
+// then at twice the age of its last write or look.
+func (b *Broadcaster) liveDueLocked(s *series) time.Time {
+	if !b.o.liveCounts || s.count < 2 || !s.created || s.lastWrite.IsZero() {
+		return time.Time{}
+	}
+	start := s.event.EventTime.Time
+	base := s.lastWrite
+	if s.liveBase.After(base) {
+		base = s.liveBase
+	}
+	age := 2 * base.Sub(start)
+	if age < LiveSeriesFirstWrite {
+		age = LiveSeriesFirstWrite
+	}
+	return start.Add(age)
+}
+
+// nextDueLocked is when s next needs a look after a write: its finish, its
+// heartbeat or its live count, whichever comes first.
+func (b *Broadcaster) nextDueLocked(s *series) time.Time {
+	next := minTime(s.lastObserved.Add(b.o.finishAfter), s.lastWrite.Add(b.o.heartbeat))
+	if live := b.liveDueLocked(s); !live.IsZero() {
+		next = minTime(next, live)
+	}
+	return next
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -93,7 +93,7 @@ func (b *Broadcaster) write(ctx context.Context, s *series, snap snapshot) {
 			s.state = snap.state
 			s.lastWrite = snap.taken
 			if !s.removed && s.count >= 2 {
-				b.scheduleLocked(s, minTime(s.lastObserved.Add(b.o.finishAfter), s.lastWrite.Add(b.o.heartbeat)))
+				b.scheduleLocked(s, b.nextDueLocked(s))
 			}
 			b.mu.Unlock()
 			return
