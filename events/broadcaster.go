@@ -150,8 +150,9 @@ func (b *Broadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
 }
 
 // Shutdown stops accepting events, writes the current count of every
-// tracked event that has unwritten occurrences (waiting at most the
-// shutdown timeout), and stops the broadcaster's goroutines. Events emitted
+// tracked event that has unwritten occurrences, and the state
+// SeriesUnknown on every ongoing series (waiting at most the shutdown
+// timeout), and stops the broadcaster's goroutines. Events emitted
 // afterwards are dropped and counted.
 func (b *Broadcaster) Shutdown() {
 	b.mu.Lock()
@@ -162,8 +163,8 @@ func (b *Broadcaster) Shutdown() {
 	b.stopped = true
 	close(b.stopCh)
 	for _, s := range b.series {
-		if s.count > s.written || !s.created {
-			b.queueWriteLocked(s)
+		if s.count > s.written || !s.created || (b.o.stateAnnotation && s.count >= 2 && s.state != SeriesUnknown) {
+			b.queueWriteLocked(s) // the final count, and the state unknown
 		}
 	}
 	started := b.started

@@ -31,9 +31,13 @@ type snapshot struct {
 func (b *Broadcaster) snapshotLocked(s *series, now time.Time) (snapshot, bool) {
 	snap := snapshot{taken: now, event: s.event, count: s.count, lastObserved: s.lastObserved, created: s.created}
 	if s.count >= 2 {
-		snap.state = SeriesOngoing
-		if s.finished {
+		switch {
+		case s.finished:
 			snap.state = SeriesFinished
+		case b.stopped:
+			snap.state = SeriesUnknown // no one counts it any more
+		default:
+			snap.state = SeriesOngoing
 		}
 	}
 	heartbeat := s.count >= 2 && !s.lastWrite.IsZero() && !now.Before(s.lastWrite.Add(b.o.heartbeat))
