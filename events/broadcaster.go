@@ -376,11 +376,19 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// dropPendingLocked counts the writes that will never happen.
+// dropPendingLocked counts the occurrences of queued writes that will never
+// happen as dropped, and takes them out of their series' counts (see
+// giveUp).
 func (b *Broadcaster) dropPendingLocked() {
 	for _, j := range b.jobs {
-		if j.s != nil && (j.s.count > j.s.written || !j.s.created) {
-			b.drop(recordermetrics.DropShutdown, "Event dropped: not written before shutdown", "reason", j.s.key.reason, "name", j.s.event.Name)
+		if j.s == nil {
+			continue
+		}
+		j.s.queued = false
+		if n := j.s.count - j.s.written; n > 0 {
+			j.s.count -= n
+			b.drops.Drop(b.o.logger, dropLogKey, recordermetrics.DropShutdown, int(n), nil, "Event dropped: not written before shutdown",
+				"reason", j.s.key.reason, "name", j.s.event.Name)
 		}
 	}
 	b.jobs = nil
