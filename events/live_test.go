@@ -3,6 +3,9 @@ package events
 import (
 	"testing"
 	"time"
+
+	"k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // storedCount is the series count the sink stores for its only event.
@@ -142,4 +145,40 @@ func TestLiveSeriesCountsOff(t *testing.T) {
 		}
 	}
 	e.quiet(2)
+}
+
+// A resumed series is counted live too: its count is written once its age
+// has doubled since the resume, not only when it finishes.
+func TestLiveSeriesCountsResumed(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	sink := NewFakeSink()
+	sink.Put(storedSeries("p1", SeriesOngoing, 10, t0.Add(-20*time.Second), t0.Add(-time.Second)))
+	b := NewBroadcaster(sink, WithClock(clk), WithHostname("vm"))
+	if err := b.StartRecordingToSinkWithContext(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown()
+	e := &env{t: t, clock: clk, sink: sink, b: b, r: b.NewRecorder(scheme.Scheme, "my-ctrl")}
+	waitFor := func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for len(sink.Calls()) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("no resume list")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor()
+	e.settle()
+	for i := 0; i < 5; i++ {
+		e.r.Eventf(pod("ns", "p1"), nil, "Warning", "BackOff", "Restart", "again")
+	}
+	e.clock.Step(19 * time.Second)
+	e.settle()
+	e.quiet(0)
+	e.clock.Step(time.Second) // 40 s of age: twice its age at the resume
+	w := e.waitCalls(1, 0)
+	if n, st := seriesOf(t, w[0]); w[0].Name != "p1.old" || n != 15 || st != SeriesOngoing {
+		t.Fatalf("live write of the resumed series %+v %s", w[0], w[0].Body)
+	}
 }

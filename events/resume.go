@@ -134,7 +134,7 @@ func (b *Broadcaster) resume(ctx context.Context, j *resumeJob) {
 				b.queueWriteLocked(s) // counted again: ongoing, not unknown
 			}
 		}
-		b.scheduleLocked(s, last.Add(b.o.finishAfter))
+		b.scheduleLocked(s, b.nextDueLocked(s)) // its finish, or its next live count
 		resumed++
 	}
 	b.metrics.ActiveSeries.Set(float64(len(b.series)))
