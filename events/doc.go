@@ -33,5 +33,6 @@
 //     server refusing the event;
 //   - every event or occurrence given up on is counted in a metric and
 //     logged (rate-limited), and never written afterwards: emitted =
-//     stored + dropped.
+//     stored + dropped (a copy a slow StartEventWatcher handler misses is
+//     counted too, though the sink still gets the event).
 package events
