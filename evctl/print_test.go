@@ -117,3 +117,14 @@ func TestGoldenTimeline(t *testing.T) {
 		golden(t, "timeline-node"+map[string]string{"": "", "wide": "-wide"}[output], buf.Bytes())
 	}
 }
+
+// A series whose recorder shut down shows its state as the recorder left
+// it: unknown.
+func TestLastSeenUnknown(t *testing.T) {
+	ev := fixture()[1].DeepCopy()
+	ev.Annotations[seriesstate.Annotation] = seriesstate.Unknown
+	p := &printer{now: func() time.Time { return now }}
+	if got, want := p.lastSeen(newRow(ev)), "29m (x600 over 30m, unknown)"; got != want {
+		t.Fatalf("last seen %q, want %q", got, want)
+	}
+}

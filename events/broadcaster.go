@@ -59,6 +59,7 @@ type series struct {
 	written     int32     // the count last written
 	state       string    // the series state last written
 	lastWrite   time.Time // when it was written
+	liveBase    time.Time // the last live check that found nothing new (WithLiveSeriesCounts)
 	queued      bool      // a write job is pending
 	finished    bool      // idle for FinishAfter: a final write, then forgotten
 	removed     bool      // no longer in the map
@@ -149,8 +150,9 @@ func (b *Broadcaster) StartRecordingToSink(stopCh <-chan struct{}) {
 }
 
 // Shutdown stops accepting events, writes the current count of every
-// tracked event that has unwritten occurrences (waiting at most the
-// shutdown timeout), and stops the broadcaster's goroutines. Events emitted
+// tracked event that has unwritten occurrences, and the state
+// SeriesUnknown on every ongoing series (waiting at most the shutdown
+// timeout), and stops the broadcaster's goroutines. Events emitted
 // afterwards are dropped and counted.
 func (b *Broadcaster) Shutdown() {
 	b.mu.Lock()
@@ -161,8 +163,8 @@ func (b *Broadcaster) Shutdown() {
 	b.stopped = true
 	close(b.stopCh)
 	for _, s := range b.series {
-		if s.count > s.written || !s.created {
-			b.queueWriteLocked(s)
+		if s.count > s.written || !s.created || (b.o.stateAnnotation && s.count >= 2 && s.state != SeriesUnknown) {
+			b.queueWriteLocked(s) // the final count, and the state unknown
 		}
 	}
 	started := b.started
@@ -315,15 +317,56 @@ func (b *Broadcaster) maintainLocked(now time.Time) {
 			next := finishAt
 			if s.count >= 2 && s.created && !s.lastWrite.IsZero() {
 				hb := s.lastWrite.Add(b.o.heartbeat)
-				if !now.Before(hb) {
+				if live := b.liveDueLocked(s); !now.Before(hb) {
 					b.queueWriteLocked(s)
 					hb = now.Add(b.o.heartbeat)
+					s.liveBase = now
+				} else if !live.IsZero() && !now.Before(live) {
+					if s.count > s.written {
+						b.queueWriteLocked(s)
+					}
+					// Written or not, the next look is once the age has
+					// doubled again: the stored count then reflects every
+					// occurrence up to half the series' age.
+					s.liveBase = now
 				}
 				next = minTime(next, hb)
+				if live := b.liveDueLocked(s); !live.IsZero() {
+					next = minTime(next, live)
+				}
 			}
 			b.scheduleLocked(s, next)
 		}
 	}
+}
+
+// liveDueLocked returns when live counting next looks at s (zero when it
+// is off or s is not a written series): at LiveSeriesFirstWrite of age,
+// then at twice the age of its last write or look.
+func (b *Broadcaster) liveDueLocked(s *series) time.Time {
+	if !b.o.liveCounts || s.count < 2 || !s.created || s.lastWrite.IsZero() {
+		return time.Time{}
+	}
+	start := s.event.EventTime.Time
+	base := s.lastWrite
+	if s.liveBase.After(base) {
+		base = s.liveBase
+	}
+	age := 2 * base.Sub(start)
+	if age < LiveSeriesFirstWrite {
+		age = LiveSeriesFirstWrite
+	}
+	return start.Add(age)
+}
+
+// nextDueLocked is when s next needs a look after a write: its finish, its
+// heartbeat or its live count, whichever comes first.
+func (b *Broadcaster) nextDueLocked(s *series) time.Time {
+	next := minTime(s.lastObserved.Add(b.o.finishAfter), s.lastWrite.Add(b.o.heartbeat))
+	if live := b.liveDueLocked(s); !live.IsZero() {
+		next = minTime(next, live)
+	}
+	return next
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -333,11 +376,19 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
-// dropPendingLocked counts the writes that will never happen.
+// dropPendingLocked counts the occurrences of queued writes that will never
+// happen as dropped, and takes them out of their series' counts (see
+// giveUp).
 func (b *Broadcaster) dropPendingLocked() {
 	for _, j := range b.jobs {
-		if j.s != nil && (j.s.count > j.s.written || !j.s.created) {
-			b.drop(recordermetrics.DropShutdown, "Event dropped: not written before shutdown", "reason", j.s.key.reason, "name", j.s.event.Name)
+		if j.s == nil {
+			continue
+		}
+		j.s.queued = false
+		if n := j.s.count - j.s.written; n > 0 {
+			j.s.count -= n
+			b.drops.Drop(b.o.logger, dropLogKey, recordermetrics.DropShutdown, int(n), nil, "Event dropped: not written before shutdown",
+				"reason", j.s.key.reason, "name", j.s.event.Name)
 		}
 	}
 	b.jobs = nil

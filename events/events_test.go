@@ -143,7 +143,7 @@ func TestSingleEvent(t *testing.T) {
 // series, then nothing until the series has been idle for 6 minutes, then
 // one final write with the full count.
 func TestSeriesOfRepeats(t *testing.T) {
-	e := newEnv(t, WithSeriesStateAnnotation(false))
+	e := newEnv(t, WithSeriesStateAnnotation(false), WithLiveSeriesCounts(false))
 	e.r.Eventf(pod("ns", "p1"), nil, "Warning", "BackOff", "Restart", "back-off %d", 0)
 	e.waitCalls(1, 0)
 	e.clock.Step(time.Second)
@@ -210,7 +210,7 @@ func TestSeriesStateAnnotation(t *testing.T) {
 // interval after its last write, and finally 6 minutes after its last
 // occurrence.
 func TestHeartbeat(t *testing.T) {
-	e := newEnv(t, WithSeriesStateAnnotation(false))
+	e := newEnv(t, WithSeriesStateAnnotation(false), WithLiveSeriesCounts(false))
 	emit := func() { e.r.Eventf(pod("ns", "p1"), nil, "Normal", "Probe", "Check", "probe"); e.settle() }
 	emit()
 	e.waitCalls(1, 0)
@@ -243,7 +243,7 @@ func TestHeartbeat(t *testing.T) {
 
 // With the state annotation (the default), finishing writes the state.
 func TestHeartbeatThenFinish(t *testing.T) {
-	e := newEnv(t, WithHeartbeatInterval(3*time.Minute))
+	e := newEnv(t, WithHeartbeatInterval(3*time.Minute), WithLiveSeriesCounts(false))
 	emit := func() { e.r.Eventf(pod("ns", "p1"), nil, "Normal", "Probe", "Check", "probe"); e.settle() }
 	emit()
 	e.waitCalls(1, 0)
@@ -440,11 +440,13 @@ func TestInvalidType(t *testing.T) {
 }
 
 // The crashloop workload of the issue: 600 occurrences in 60 s, then
-// Shutdown: a handful of writes, and the stored count is exactly 600.
+// Shutdown: a handful of writes, and the stored count is exactly 600
+// (with the redesign's strict schedule; TestLiveSeriesCounts has the
+// default).
 func TestCrashloopShutdownFlush(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	sink := NewFakeSink()
-	b := NewBroadcaster(sink, WithClock(clk), WithHostname("vm"))
+	b := NewBroadcaster(sink, WithClock(clk), WithHostname("vm"), WithLiveSeriesCounts(false))
 	if err := b.StartRecordingToSinkWithContext(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -33,13 +33,19 @@ type Lister interface {
 }
 
 // SeriesStateAnnotation ("events.kubevents.io/series-state") is set on
-// events in a series: SeriesOngoing while occurrences may still be counted,
-// SeriesFinished once the series has been idle for FinishAfter and its
-// final count is written.
+// events in a series, with the redesign's three states (client-go's
+// EventSeriesStateOngoing, Finished and Unknown, lower-cased):
+// SeriesOngoing while occurrences may still be counted; SeriesFinished once
+// the series has been idle for FinishAfter and its final count is written;
+// SeriesUnknown when the recorder stopped (Shutdown) while the series was
+// ongoing, with the count it had: nobody counts it any more, unless a
+// recorder with the same reporting instance resumes it (NewRecorder), which
+// sets it back to SeriesOngoing.
 const (
 	SeriesStateAnnotation = seriesstate.Annotation
-	SeriesOngoing         = "ongoing"
-	SeriesFinished        = "finished"
+	SeriesOngoing         = seriesstate.Ongoing
+	SeriesFinished        = seriesstate.Finished
+	SeriesUnknown         = seriesstate.Unknown
 )
 
 // Compile-time checks against client-go's interfaces.

@@ -30,6 +30,13 @@ const (
 	// DefaultResumeTimeout bounds the list a recorder does to resume its
 	// series.
 	DefaultResumeTimeout = 30 * time.Second
+	// LiveSeriesFirstWrite is the age of a series (since its first
+	// occurrence) at which live counting (WithLiveSeriesCounts) first
+	// writes its count; later writes come whenever the age has doubled
+	// since the last write (20 s, 40 s, ...) until the spacing reaches the
+	// heartbeat interval: a stored count lags the truth by at most about
+	// half the series' age, at O(log duration) writes.
+	LiveSeriesFirstWrite = 10 * time.Second
 	// NoteLimit is the server's limit on note, in bytes.
 	NoteLimit = 1024
 	// ReportingInstanceLimit is the server's limit on reportingInstance.
@@ -72,6 +79,7 @@ type options struct {
 	resume          bool
 	resumeTimeout   time.Duration
 	stateAnnotation bool
+	liveCounts      bool
 	hostname        string
 }
 
@@ -87,6 +95,7 @@ func defaultOptions() options {
 		resume:          true,
 		resumeTimeout:   DefaultResumeTimeout,
 		stateAnnotation: true,
+		liveCounts:      true,
 	}
 }
 
@@ -129,6 +138,15 @@ func WithResume(on bool) Option { return func(o *options) { o.resume = on } }
 // WithSeriesStateAnnotation turns the SeriesStateAnnotation on (the
 // default) or off; off, series patches are byte for byte client-go's.
 func WithSeriesStateAnnotation(on bool) Option { return func(o *options) { o.stateAnnotation = on } }
+
+// WithLiveSeriesCounts turns live series counts on (the default) or off.
+// On, an ongoing series' count is also written as the series ages: first
+// at LiveSeriesFirstWrite, then whenever its age has doubled since the
+// last write, the spacing capped at the heartbeat interval, and only when
+// the count changed. Off, the redesign's strict schedule: the count is
+// written when the series starts, every heartbeat interval, when it
+// finishes and at Shutdown.
+func WithLiveSeriesCounts(on bool) Option { return func(o *options) { o.liveCounts = on } }
 
 // WithHostname sets the host name in reporting instances (default
 // os.Hostname()).

@@ -44,8 +44,10 @@ func (b *Broadcaster) listFunc() func(context.Context, metav1.ListOptions) (*eve
 }
 
 // resume lists the events this controller and instance wrote before and
-// tracks those still ongoing: series not finished and singletons, whose
-// last occurrence is within FinishAfter. An occurrence already counted in
+// tracks those still ongoing: series not finished (ongoing, or unknown
+// after a Shutdown, which becomes ongoing again) and singletons, whose
+// last occurrence is within FinishAfter; a series left ongoing or unknown
+// whose last occurrence is older is written finished. An occurrence already counted in
 // memory for the same key is folded into the listed object.
 func (b *Broadcaster) resume(ctx context.Context, j *resumeJob) {
 	list := b.listFunc()
@@ -82,8 +84,21 @@ func (b *Broadcaster) resume(ctx context.Context, j *resumeJob) {
 		if ev.Series != nil {
 			count, last = ev.Series.Count, ev.Series.LastObservedTime.Time
 		}
-		if ev.Annotations[SeriesStateAnnotation] == SeriesFinished || !now.Before(last.Add(b.o.finishAfter)) {
+		state := ev.Annotations[SeriesStateAnnotation]
+		if state == SeriesFinished {
 			continue // over: a new occurrence starts a new event
+		}
+		if !now.Before(last.Add(b.o.finishAfter)) {
+			// Over too, but left ongoing or unknown by a recorder that
+			// stopped: this one, the same instance, writes it finished.
+			if b.o.stateAnnotation && count >= 2 && state != "" {
+				base := ev.DeepCopy()
+				base.Series, base.ResourceVersion = nil, ""
+				s := &series{event: base, count: count, lastObserved: last, created: true, written: count,
+					lastWrite: now, state: state, finished: true, removed: true}
+				b.queueWriteLocked(s)
+			}
+			continue
 		}
 		k := eventKey{eventType: ev.Type, action: ev.Action, reason: ev.Reason, controller: ev.ReportingController,
 			instance: ev.ReportingInstance, regarding: objectKeyOf(&ev.Regarding)}
@@ -112,11 +127,14 @@ func (b *Broadcaster) resume(ctx context.Context, j *resumeJob) {
 		base := ev.DeepCopy()
 		base.Series, base.ResourceVersion = nil, ""
 		s := &series{key: k, event: base, count: count, lastObserved: last, created: true, written: count, lastWrite: now}
-		if count >= 2 {
-			s.state = ev.Annotations[SeriesStateAnnotation]
-		}
 		b.series[k] = s
-		b.scheduleLocked(s, last.Add(b.o.finishAfter))
+		if count >= 2 {
+			s.state = state
+			if b.o.stateAnnotation && state != SeriesOngoing {
+				b.queueWriteLocked(s) // counted again: ongoing, not unknown
+			}
+		}
+		b.scheduleLocked(s, b.nextDueLocked(s)) // its finish, or its next live count
 		resumed++
 	}
 	b.metrics.ActiveSeries.Set(float64(len(b.series)))

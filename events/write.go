@@ -31,9 +31,13 @@ type snapshot struct {
 func (b *Broadcaster) snapshotLocked(s *series, now time.Time) (snapshot, bool) {
 	snap := snapshot{taken: now, event: s.event, count: s.count, lastObserved: s.lastObserved, created: s.created}
 	if s.count >= 2 {
-		snap.state = SeriesOngoing
-		if s.finished {
+		switch {
+		case s.finished:
 			snap.state = SeriesFinished
+		case b.stopped:
+			snap.state = SeriesUnknown // no one counts it any more
+		default:
+			snap.state = SeriesOngoing
 		}
 	}
 	heartbeat := s.count >= 2 && !s.lastWrite.IsZero() && !now.Before(s.lastWrite.Add(b.o.heartbeat))
@@ -93,22 +97,22 @@ func (b *Broadcaster) write(ctx context.Context, s *series, snap snapshot) {
 			s.state = snap.state
 			s.lastWrite = snap.taken
 			if !s.removed && s.count >= 2 {
-				b.scheduleLocked(s, minTime(s.lastObserved.Add(b.o.finishAfter), s.lastWrite.Add(b.o.heartbeat)))
+				b.scheduleLocked(s, b.nextDueLocked(s))
 			}
 			b.mu.Unlock()
 			return
 		}
 		b.metrics.Writes.WithLabelValues(verb, "error").Inc()
 		if ctx.Err() != nil {
-			b.drop(recordermetrics.DropShutdown, "Event dropped: not written before shutdown", "name", snap.event.Name, "reason", snap.event.Reason)
+			b.giveUp(s, snap, recordermetrics.DropShutdown, err, "Event dropped: not written before shutdown")
 			return
 		}
 		if sinkretry.Classify(err) == sinkretry.Drop {
-			b.drop(recordermetrics.DropRejected, "Event dropped: the server refused it", "err", err, "name", snap.event.Name, "reason", snap.event.Reason)
+			b.giveUp(s, snap, recordermetrics.DropRejected, err, "Event dropped: the server refused it")
 			return
 		}
 		if attempt >= b.retry.MaxAttempts {
-			b.drop(recordermetrics.DropRetriesExhausted, fmt.Sprintf("Event dropped: every one of %d attempts failed", attempt), "err", err, "name", snap.event.Name, "reason", snap.event.Reason)
+			b.giveUp(s, snap, recordermetrics.DropRetriesExhausted, err, fmt.Sprintf("Event dropped: every one of %d attempts failed", attempt))
 			return
 		}
 		b.metrics.Retries.Inc()
@@ -117,8 +121,37 @@ func (b *Broadcaster) write(ctx context.Context, s *series, snap snapshot) {
 		case <-t.C():
 		case <-ctx.Done():
 			t.Stop()
-			b.drop(recordermetrics.DropShutdown, "Event dropped: not written before shutdown", "name", snap.event.Name, "reason", snap.event.Reason)
+			b.giveUp(s, snap, recordermetrics.DropShutdown, err, "Event dropped: not written before shutdown")
 			return
+		}
+	}
+}
+
+// giveUp counts the occurrences a failed write carried and the server
+// does not have (snap's count less the count written before) as dropped
+// under cause, and takes them out of s's count, so that no later write of
+// s carries them: every occurrence is either in a stored count or counted
+// as dropped, never both. Occurrences counted after snap was taken are
+// not affected: the next write carries them (queued here for an event
+// whose create failed; a created series' next deadline or Shutdown writes
+// them). A failed write of the state alone drops nothing and is only
+// logged.
+func (b *Broadcaster) giveUp(s *series, snap snapshot, cause string, err error, msg string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := snap.count - s.written
+	kv := []any{"name", snap.event.Name, "reason", snap.event.Reason}
+	if n <= 0 {
+		b.drops.Log(b.o.logger, dropLogKey, 0, err, "Series state not written", kv...)
+		return
+	}
+	s.count -= n
+	b.drops.Drop(b.o.logger, dropLogKey, cause, int(n), err, msg, kv...)
+	if !s.created && !s.removed {
+		if s.count == 0 {
+			b.forgetLocked(s) // nothing left: a new occurrence starts afresh
+		} else {
+			b.queueWriteLocked(s) // the occurrences since: a create of their own
 		}
 	}
 }

@@ -42,6 +42,9 @@ type Options struct {
 	PLEG            string
 	LogLevel        string
 	ShutdownTimeout time.Duration
+	// LiveSeriesCounts writes a series' count as it ages (see
+	// events.WithLiveSeriesCounts); default true.
+	LiveSeriesCounts bool
 	// Ready, when set, receives the metrics server's address once the
 	// agent runs (for tests that listen on port 0).
 	Ready func(metricsAddr string)
@@ -76,6 +79,7 @@ keeps failing. Repeats become event series, not a flood.`,
 	f.StringVar(&o.PLEG, "pleg", "evented", "evented (follow the runtime's event stream, relisting rarely) or generic (relist every second).")
 	f.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info, warn or error.")
 	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "How long to write pending event counts on SIGTERM or SIGINT.")
+	f.BoolVar(&o.LiveSeriesCounts, "live-series-counts", true, "Write a repeating event's count as its series ages (at 10 s, then whenever its age doubles, up to every 30 min), not only when it starts, every 30 min and when it ends.")
 	return cmd
 }
 
@@ -126,7 +130,7 @@ func Run(ctx context.Context, o Options, stderr io.Writer) error {
 
 	b := events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: client.EventsV1()},
 		events.WithHostname(o.NodeName), events.WithLogger(log.WithName("events")), events.WithMetrics(reg),
-		events.WithShutdownTimeout(o.ShutdownTimeout))
+		events.WithShutdownTimeout(o.ShutdownTimeout), events.WithLiveSeriesCounts(o.LiveSeriesCounts))
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
 		return err
 	}

@@ -92,9 +92,10 @@ func newCorrelator(o CorrelatorOptions, onNew func(), onEvict func(*dedupEntry))
 
 // dedupEntry is what the correlator knows about one event object: its name
 // and resourceVersion on the server, its first timestamp, how many
-// occurrences it has seen (count) and how many the server has been told
-// about or given up on (written). count > written means occurrences are
-// held back by the spam filter.
+// occurrences it counts (count: those seen, less those given up on, see
+// dropPending) and how many the server has been told about (written).
+// count > written means occurrences are held back by the spam filter (or
+// a write is under way).
 type dedupEntry struct {
 	key     correlationKey
 	spam    spamKey
@@ -113,6 +114,20 @@ type dedupEntry struct {
 }
 
 func (e *dedupEntry) pending() int32 { return e.count - e.written }
+
+// dropPending takes e's unwritten occurrences out of its count and returns
+// how many there were: they are given up on (counted as dropped by the
+// caller), so the count the next write carries is what the server stores
+// plus the occurrences after them. A create given up on leaves count 0:
+// the next occurrence creates the object with count 1.
+func (e *dedupEntry) dropPending() int32 {
+	n := e.pending()
+	if n < 0 {
+		return 0
+	}
+	e.count = e.written
+	return n
+}
 
 // correlation is the outcome for one occurrence.
 type correlation struct {

@@ -213,9 +213,7 @@ queued:
 			continue
 		}
 		if w.b.abandoned() {
-			w.b.drop(w.b.logger, recordermetrics.DropShutdown, int(e.pending()), nil,
-				"Held-back occurrences not written (shutdown timed out)", "event", klog.KRef(e.last.Namespace, e.name))
-			e.written = e.count
+			w.giveUp(e, recordermetrics.DropShutdown, nil, "Held-back occurrences not written (shutdown timed out)")
 			continue
 		}
 		w.flush(e)
@@ -223,13 +221,13 @@ queued:
 }
 
 // write writes ev (a Patch when ev.Count > 1, else a Create) with retries,
-// and records the outcome in e.
+// and records the outcome in e. ev carries e's count, so a write given up
+// on drops exactly e's unwritten occurrences (see giveUp).
 func (w *sinkWorker) write(e *dedupEntry, ev *corev1.Event, patch []byte) {
 	b := w.b
 	for attempt := 1; ; attempt++ {
 		if b.abandoned() {
-			b.drop(b.logger, recordermetrics.DropShutdown, 1, nil, "Unable to write event (shutdown timed out)", "event", klog.KObj(ev))
-			e.written = e.count
+			w.giveUp(e, recordermetrics.DropShutdown, nil, "Unable to write event (shutdown timed out)")
 			return
 		}
 		out, err := w.attempt(ev, patch)
@@ -237,19 +235,15 @@ func (w *sinkWorker) write(e *dedupEntry, ev *corev1.Event, patch []byte) {
 			w.corr.written(e, ev.Count, out)
 			return
 		}
-		if w.refused(ev, err) {
-			e.written = e.count
+		if w.refused(e, ev, err) {
 			return
 		}
 		if w.draining {
-			b.drop(b.logger, recordermetrics.DropShutdown, 1, err, "Unable to write event (broadcaster is shut down)", "event", klog.KObj(ev))
-			e.written = e.count
+			w.giveUp(e, recordermetrics.DropShutdown, err, "Unable to write event (broadcaster is shut down)")
 			return
 		}
 		if attempt >= b.retry.MaxAttempts {
-			b.drop(b.logger, recordermetrics.DropRetriesExhausted, 1, err, "Unable to write event (retry limit exceeded!)",
-				"event", klog.KObj(ev), "attempts", attempt)
-			e.written = e.count
+			w.giveUp(e, recordermetrics.DropRetriesExhausted, err, "Unable to write event (retry limit exceeded!)", "attempts", attempt)
 			return
 		}
 		delay := b.retry.Delay(attempt, err)
@@ -257,12 +251,20 @@ func (w *sinkWorker) write(e *dedupEntry, ev *corev1.Event, patch []byte) {
 			"attempt", attempt, "delay", delay)
 		if !w.sleep(delay) {
 			w.draining = true
-			b.drop(b.logger, recordermetrics.DropShutdown, 1, err, "Unable to write event (broadcaster is shut down)", "event", klog.KObj(ev))
-			e.written = e.count
+			w.giveUp(e, recordermetrics.DropShutdown, err, "Unable to write event (broadcaster is shut down)")
 			return
 		}
 		b.metrics.Retries.Inc()
 	}
+}
+
+// giveUp counts e's unwritten occurrences as dropped under cause, logs
+// msg, and takes them out of e's count, so that no later write of e (its
+// next occurrence's patch) carries them: every occurrence is either in a
+// stored count or counted as dropped, never both.
+func (w *sinkWorker) giveUp(e *dedupEntry, cause string, err error, msg string, kv ...any) {
+	n := e.dropPending()
+	w.b.drop(w.b.logger, cause, int(n), err, msg, append([]any{"event", klog.KRef(e.last.Namespace, e.name)}, kv...)...)
 }
 
 // attempt makes one write: Patch for a repeat, falling back to Create with
@@ -289,22 +291,23 @@ func wrapSinkErr(verb string, err error) error {
 	return fmt.Errorf("event sink %s: %w", verb, err)
 }
 
-// refused reports whether err means retrying cannot help, logging and
-// counting the drop if so: a request that cannot be built, or an API error
-// other than 429 and 5xx. AlreadyExists and a terminating namespace are
-// logged at V(5), as in client-go.
-func (w *sinkWorker) refused(ev *corev1.Event, err error) bool {
+// refused reports whether err means retrying cannot help, counting e's
+// unwritten occurrences as dropped (see giveUp) and logging if so: a
+// request that cannot be built, or an API error other than 429 and 5xx.
+// AlreadyExists and a terminating namespace are logged at V(5), as in
+// client-go.
+func (w *sinkWorker) refused(e *dedupEntry, ev *corev1.Event, err error) bool {
 	b := w.b
 	var rce *restclient.RequestConstructionError
 	switch {
 	case errors.As(err, &rce):
-		b.drops.Count(recordermetrics.DropRejected, 1)
+		b.drops.Count(recordermetrics.DropRejected, int(e.dropPending()))
 		b.drops.Log(b.logger, recordermetrics.DropRejected, 0, err, "Unable to construct event (will not retry!)", "event", klog.KObj(ev))
 	case apierrors.IsAlreadyExists(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		b.drops.Count(recordermetrics.DropRejected, 1)
+		b.drops.Count(recordermetrics.DropRejected, int(e.dropPending()))
 		b.drops.Log(b.logger, logAlreadyExists, 5, err, "Server rejected event (will not retry!)", "event", klog.KObj(ev))
 	case sinkretry.Classify(err) == sinkretry.Drop:
-		b.drops.Count(recordermetrics.DropRejected, 1)
+		b.drops.Count(recordermetrics.DropRejected, int(e.dropPending()))
 		b.drops.Log(b.logger, recordermetrics.DropRejected, 0, err, "Server rejected event (will not retry!)", "event", klog.KObj(ev))
 	default:
 		return false

@@ -208,8 +208,8 @@ func TestRecordersTiny(t *testing.T) {
 	if err := json.Unmarshal(b, &results); err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 8 {
-		t.Fatalf("%d results, want 8", len(results))
+	if len(results) != 10 { // five recorders (ours also with the strict schedule), two workloads
+		t.Fatalf("%d results, want 10", len(results))
 	}
 	for _, r := range results {
 		if strings.HasPrefix(r.Recorder, "kubevents") && !r.Exact {

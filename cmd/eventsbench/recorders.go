@@ -176,6 +176,7 @@ func newEmitters(cs kubernetes.Interface, heartbeat time.Duration, host string) 
 			emit: func(p *corev1.Pod, typ, reason, msg string) { r.Eventf(p, nil, typ, reason, "Act", msg) }})
 	}
 	ours("kubevents events")
+	ours("kubevents events, strict schedule", ourevents.WithLiveSeriesCounts(false))
 	if heartbeat > 0 {
 		ours(fmt.Sprintf("kubevents events, heartbeat %v", heartbeat), ourevents.WithHeartbeatInterval(heartbeat))
 	}
@@ -184,13 +185,17 @@ func newEmitters(cs kubernetes.Interface, heartbeat time.Duration, host string) 
 
 // recorderResult is what one recorder did in one workload.
 type recorderResult struct {
-	Workload  string           `json:"workload"`
-	Recorder  string           `json:"recorder"`
-	Emitted   map[string]int   `json:"emitted"`
-	Creates   int64            `json:"creates"`
-	Patches   int64            `json:"patches"`
-	Objects   int              `json:"objects"`
-	Stored    map[string]int32 `json:"stored"`
+	Workload string           `json:"workload"`
+	Recorder string           `json:"recorder"`
+	Emitted  map[string]int   `json:"emitted"`
+	Creates  int64            `json:"creates"`
+	Patches  int64            `json:"patches"`
+	Objects  int              `json:"objects"`
+	Stored   map[string]int32 `json:"stored"`
+	// AtEnd is what the server stored when the workload's last emission
+	// was made, before the broadcaster shut down: how far behind the truth
+	// a reader of a live series is.
+	AtEnd     map[string]int32 `json:"stored_at_end"`
 	Exact     bool             `json:"exact"`
 	Namespace string           `json:"namespace"`
 	counts    *counts
@@ -249,9 +254,10 @@ func runRecorders(ctx context.Context, cfg recordersConfig, w io.Writer) error {
 		}},
 	}
 	var (
-		mu      sync.Mutex
-		results []*recorderResult
-		wg      sync.WaitGroup
+		mu       sync.Mutex
+		results  []*recorderResult
+		wg       sync.WaitGroup
+		firstErr error
 	)
 	for wi, wl := range workloads {
 		for ei, e := range newEmitters(cs, cfg.Heartbeat, wl.name) {
@@ -262,14 +268,21 @@ func runRecorders(ctx context.Context, cfg recordersConfig, w io.Writer) error {
 			wg.Go(func() {
 				emitted := map[string]int{}
 				wl.run(e, pod, emitted)
+				atEnd, _, err := storedCounts(ctx, cs, ns)
 				e.stop()
 				mu.Lock()
-				results = append(results, &recorderResult{Workload: wl.name, Recorder: e.name, Emitted: emitted, Namespace: ns, counts: e.n})
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				results = append(results, &recorderResult{Workload: wl.name, Recorder: e.name, Emitted: emitted, AtEnd: atEnd, Namespace: ns, counts: e.n})
 				mu.Unlock()
 			})
 		}
 	}
 	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
 	time.Sleep(cfg.Settle)
 	for _, r := range results {
 		if err := r.collect(ctx, cs); err != nil {
@@ -292,21 +305,9 @@ func runRecorders(ctx context.Context, cfg recordersConfig, w io.Writer) error {
 // new-style ones with their series count (1 without a series).
 func (r *recorderResult) collect(ctx context.Context, cs kubernetes.Interface) error {
 	r.Creates, r.Patches = r.counts.creates.Load(), r.counts.patches.Load()
-	l, err := cs.CoreV1().Events(r.Namespace).List(ctx, metav1.ListOptions{})
-	if err != nil {
+	var err error
+	if r.Stored, r.Objects, err = storedCounts(ctx, cs, r.Namespace); err != nil {
 		return err
-	}
-	r.Objects = len(l.Items)
-	r.Stored = map[string]int32{}
-	for _, ev := range l.Items {
-		n := ev.Count
-		if !ev.EventTime.IsZero() {
-			n = 1
-			if ev.Series != nil {
-				n = ev.Series.Count
-			}
-		}
-		r.Stored[ev.Reason] += n
 	}
 	r.Exact = len(r.Stored) == len(r.Emitted)
 	for reason, n := range r.Emitted {
@@ -317,25 +318,49 @@ func (r *recorderResult) collect(ctx context.Context, cs kubernetes.Interface) e
 	return nil
 }
 
+// storedCounts lists what the server stores in namespace, through core/v1
+// (which shows both kinds of events): the count per reason (legacy events
+// count with count, new-style ones with their series count, 1 without a
+// series) and the number of objects.
+func storedCounts(ctx context.Context, cs kubernetes.Interface, namespace string) (map[string]int32, int, error) {
+	l, err := cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing the events in %s: %w", namespace, err)
+	}
+	out := map[string]int32{}
+	for _, ev := range l.Items {
+		n := ev.Count
+		if !ev.EventTime.IsZero() {
+			n = 1
+			if ev.Series != nil {
+				n = ev.Series.Count
+			}
+		}
+		out[ev.Reason] += n
+	}
+	return out, len(l.Items), nil
+}
+
 func printRecorders(w io.Writer, cfg recordersConfig, results []*recorderResult) {
 	fmt.Fprintf(w, "## Recorders: crashloop (%v every %v) and five reasons (every %v for 18 periods, the sixth from the 7th)\n\n",
 		cfg.Crashloop, cfg.Period, cfg.ReasonsPeriod)
-	fmt.Fprintln(w, "| workload | recorder | emitted | writes (create + patch) | stored objects | stored count per reason | every emission counted |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---|")
+	fmt.Fprintln(w, "| workload | recorder | emitted | writes (create + patch) | stored objects | stored count per reason | stored at the last emission | every emission counted |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---|---|")
 	for _, r := range results {
 		emitted := 0
 		for _, n := range r.Emitted {
 			emitted += n
 		}
-		var parts []string
+		var parts, atEnd []string
 		for _, reason := range slices.Sorted(maps.Keys(r.Emitted)) {
 			parts = append(parts, fmt.Sprintf("%s %d/%d", reason, r.Stored[reason], r.Emitted[reason]))
+			atEnd = append(atEnd, fmt.Sprintf("%s %d", reason, r.AtEnd[reason]))
 		}
 		exact := "no"
 		if r.Exact {
 			exact = "yes"
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d (%d + %d) | %d | %s | %s |\n", r.Workload, r.Recorder, emitted,
-			r.Creates+r.Patches, r.Creates, r.Patches, r.Objects, strings.Join(parts, ", "), exact)
+		fmt.Fprintf(w, "| %s | %s | %d | %d (%d + %d) | %d | %s | %s | %s |\n", r.Workload, r.Recorder, emitted,
+			r.Creates+r.Patches, r.Creates, r.Patches, r.Objects, strings.Join(parts, ", "), strings.Join(atEnd, ", "), exact)
 	}
 }

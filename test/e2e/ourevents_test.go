@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -67,12 +69,22 @@ func ourEventsMetric(b *events.Broadcaster, verb string) float64 {
 // TestOurEventsResume: a recorder that restarts (a new broadcaster, same
 // controller and host) continues its ongoing series on the server instead
 // of starting a second object; eventsd answers its list with the
-// reportingInstance field selector.
+// reportingInstance field selector. Shutdown leaves the series unknown
+// (nobody counts it), the restarted recorder sets it back to ongoing, and
+// evctl shows the state.
 func TestOurEventsResume(t *testing.T) {
 	t.Parallel()
 	p := eventsdtest.Start(t, eventsdtest.Options{})
 	cs := p.Clientset()
-	run := func(n int) {
+	state := func() (int32, string) {
+		t.Helper()
+		evs := ourEventsStored(t, cs, "web")
+		if len(evs) != 1 || evs[0].Series == nil {
+			t.Fatalf("%d objects, %+v", len(evs), evs)
+		}
+		return evs[0].Series.Count, evs[0].Annotations[events.SeriesStateAnnotation]
+	}
+	run := func(n int, whileRunning func()) {
 		b := events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: cs.EventsV1()}, events.WithHostname("node-1"))
 		if err := b.StartRecordingToSinkWithContext(t.Context()); err != nil {
 			t.Fatal(err)
@@ -81,16 +93,32 @@ func TestOurEventsResume(t *testing.T) {
 		for i := 0; i < n; i++ {
 			r.Eventf(ourEventsPod("web"), nil, corev1.EventTypeWarning, "Unhealthy", "Probe", "Readiness probe failed")
 		}
+		whileRunning()
 		b.Shutdown()
 	}
-	run(5)
-	run(7) // the restarted recorder
-	evs := ourEventsStored(t, cs, "web")
-	if len(evs) != 1 || evs[0].Series == nil || evs[0].Series.Count != 12 {
-		t.Fatalf("after a restart: %d objects, %+v", len(evs), evs)
+	run(5, func() {})
+	if n, st := state(); n != 5 || st != events.SeriesUnknown {
+		t.Fatalf("after Shutdown: count %d, state %q; want 5, unknown", n, st)
 	}
-	if st := evs[0].Annotations[events.SeriesStateAnnotation]; st != events.SeriesOngoing {
-		t.Fatalf("series state %q", st)
+	out, _ := evctlRun(t, p.URL, "get", "--for", "pod/web")
+	if l := evctlLines(out, "Unhealthy"); len(l) != 1 || !strings.Contains(l[0], "(x5 over") || !strings.Contains(l[0], ", unknown)") {
+		t.Fatalf("evctl get: %q\n%s", l, out)
+	}
+	run(7, func() { // the restarted recorder
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			n, st := state()
+			if st == events.SeriesOngoing {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the resumed series stayed %q (count %d)", st, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	if n, st := state(); n != 12 || st != events.SeriesUnknown {
+		t.Fatalf("after the restarted recorder's Shutdown: count %d, state %q; want 12, unknown", n, st)
 	}
 }
 
