@@ -32,8 +32,16 @@ const (
 	DefaultCacheBytes = 24 << 20
 	// DefaultMemTableBytes is the size of one pebble memtable.
 	DefaultMemTableBytes = 16 << 20
-	// maxRetainedViews bounds the snapshots kept for paginated lists.
-	maxRetainedViews = 64
+	// DefaultMaxListSnapshots bounds the pebble snapshots kept for the
+	// continue tokens of paginated lists: one per distinct revision a
+	// paginated list was served at, each kept for the history window after
+	// its last page was served. A snapshot costs a few hundred bytes of
+	// memory; on disk it keeps the versions it sees from being compacted
+	// away, which is bounded by the writes of the history window, as the
+	// change log is. Lists served at the same revision share a snapshot,
+	// and a write storm makes one revision per group commit, so 10,000
+	// covers a paginated list every 30 ms for the whole 5-minute window.
+	DefaultMaxListSnapshots = 10_000
 )
 
 // Options configure Open. The zero value of each field means its default.
@@ -58,6 +66,10 @@ type Options struct {
 	ExpiryInterval time.Duration
 	// RingSize is the number of recent changes kept in memory.
 	RingSize int
+	// MaxListSnapshots caps the snapshots retained for continue tokens
+	// (see DefaultMaxListSnapshots). Beyond it, the snapshot closest to
+	// its expiry is dropped and its tokens get ErrCompacted early.
+	MaxListSnapshots int
 	// CacheBytes is the block cache size.
 	CacheBytes int64
 	// MemTableBytes is the memtable size.
@@ -93,6 +105,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RingSize <= 0 {
 		o.RingSize = DefaultRingSize
+	}
+	if o.MaxListSnapshots <= 0 {
+		o.MaxListSnapshots = DefaultMaxListSnapshots
 	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = DefaultCacheBytes

@@ -154,7 +154,10 @@ func (s *Store) acquire() (*view, error) {
 	return s.view, nil
 }
 
-// acquireAt returns a view at exactly rev if one is still held.
+// acquireAt returns a view at exactly rev if one is still held: the
+// newest one, or one retained for continue tokens whose time has not run
+// out on the store's clock (the maintenance loop drops those only once per
+// ExpiryInterval).
 func (s *Store) acquireAt(rev int64) (*view, error) {
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
@@ -162,6 +165,11 @@ func (s *Store) acquireAt(rev int64) (*view, error) {
 		return nil, storage.ErrClosed
 	}
 	v := s.retained[rev]
+	if v != nil && v.deadline <= s.clock.Now().UnixNano() {
+		delete(s.retained, rev)
+		s.unrefLocked(v)
+		v = nil
+	}
 	if v == nil && s.view.rev == rev {
 		v = s.view
 	}
@@ -185,7 +193,10 @@ func (s *Store) unrefLocked(v *view) {
 	}
 }
 
-// retain keeps v for continue tokens until the history window passes.
+// retain keeps v for continue tokens until the history window passes
+// after its latest page. At most Options.MaxListSnapshots are kept; beyond
+// that the one closest to its deadline is dropped and its tokens are too
+// old, as after an etcd compaction.
 func (s *Store) retain(v *view) {
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
@@ -193,17 +204,15 @@ func (s *Store) retain(v *view) {
 	if _, ok := s.retained[v.rev]; ok || s.closed {
 		return
 	}
-	if len(s.retained) >= maxRetainedViews {
-		// Drop the oldest: its tokens become "too old", as after etcd
-		// compaction.
-		var oldest *view
+	if len(s.retained) >= s.opts.MaxListSnapshots {
+		var first *view
 		for _, r := range s.retained {
-			if oldest == nil || r.rev < oldest.rev {
-				oldest = r
+			if first == nil || r.deadline < first.deadline {
+				first = r
 			}
 		}
-		delete(s.retained, oldest.rev)
-		s.unrefLocked(oldest)
+		delete(s.retained, first.rev)
+		s.unrefLocked(first)
 	}
 	v.refs++
 	s.retained[v.rev] = v

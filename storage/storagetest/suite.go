@@ -31,6 +31,9 @@ type Options struct {
 	HistoryMaxEvents int64
 	// ExpiryInterval is how often the backend looks for expired events.
 	ExpiryInterval time.Duration
+	// HistoryWindow is how long changes are kept for watches to resume
+	// from and continue tokens stay valid.
+	HistoryWindow time.Duration
 }
 
 // Harness opens the backend under test.
@@ -53,6 +56,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListFieldSelectors", testListFieldSelectors},
 		{"ListLabelSelector", testListLabels},
 		{"ListPagination", testListPagination},
+		{"ListPaginationManyLists", testListPaginationManyLists},
 		{"ListRevisions", testListRevisions},
 		{"WatchFromRevision", testWatchFromRevision},
 		{"WatchInitialEvents", testWatchInitialEvents},
@@ -81,7 +85,7 @@ type fixture struct {
 func open(t *testing.T, h Harness, mod func(*Options)) *fixture {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second}
+	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second, HistoryWindow: suiteHistoryWindow}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -435,6 +439,67 @@ func testListPagination(t *testing.T, h Harness) {
 	for _, bad := range []string{"garbage", "eyJ2IjoieCJ9", "!!!"} {
 		if _, err := f.s.List(f.ctx, storage.ListOptions{Continue: bad}); !errors.Is(err, storage.ErrInvalidContinue) {
 			t.Fatalf("continue %q: got %v, want ErrInvalidContinue", bad, err)
+		}
+	}
+}
+
+// suiteHistoryWindow is the history window the suite opens stores with.
+const suiteHistoryWindow = 5 * time.Minute
+
+// testListPaginationManyLists: a continue token stays valid for the
+// history window however many other paginated lists are served
+// meanwhile, each at its own revision, and gets ErrCompacted after it.
+func testListPaginationManyLists(t *testing.T, h Harness) {
+	f := open(t, h, nil)
+	for _, n := range []string{"a", "b", "c"} {
+		f.create(ev("default", n))
+	}
+	// More lists than any small fixed number of retained snapshots, each
+	// at a new revision.
+	const lists = 300
+	type started struct {
+		rev  int64
+		tok  string
+		want []string
+	}
+	var all []started
+	existing := []string{"default/b", "default/c"}
+	for i := 0; i < lists; i++ {
+		res, err := f.s.List(f.ctx, storage.ListOptions{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Continue == "" {
+			t.Fatalf("list %d: no continue token", i)
+		}
+		equal(t, "first page", names(res.Items), []string{"default/a"})
+		all = append(all, started{rev: res.Revision, tok: res.Continue, want: append([]string(nil), existing...)})
+		n := fmt.Sprintf("z%04d", i)
+		f.create(ev("default", n))
+		existing = append(existing, "default/"+n)
+	}
+	f.clock.Step(suiteHistoryWindow / 2)
+	for i, l := range all {
+		res, err := f.s.List(f.ctx, storage.ListOptions{Continue: l.tok})
+		if err != nil {
+			t.Fatalf("list %d of %d, continued within the window: %v", i, lists, err)
+		}
+		if res.Revision != l.rev {
+			t.Fatalf("list %d continued at revision %d, started at %d", i, res.Revision, l.rev)
+		}
+		equal(t, fmt.Sprintf("list %d, second page", i), names(res.Items), l.want)
+	}
+	res, err := f.s.List(f.ctx, storage.ListOptions{Limit: 1})
+	if err != nil || res.Continue == "" {
+		t.Fatalf("list: %v, continue %q", err, res.Continue)
+	}
+	f.create(ev("default", "later"))
+	f.clock.Step(suiteHistoryWindow + time.Second)
+	for _, tok := range []string{res.Continue, all[0].tok, all[lists-1].tok} {
+		_, err := f.s.List(f.ctx, storage.ListOptions{Continue: tok})
+		var expired *storage.ContinueExpiredError
+		if !errors.As(err, &expired) || !errors.Is(err, storage.ErrCompacted) {
+			t.Fatalf("continue after the history window: got %v, want ErrCompacted", err)
 		}
 	}
 }
@@ -855,7 +920,7 @@ func testTTL(t *testing.T, h Harness) {
 
 func testReopen(t *testing.T, h Harness) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second}
+	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second, HistoryWindow: suiteHistoryWindow}
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := h.Open(t, dir, opts)
