@@ -172,7 +172,19 @@ type objState struct {
 	expiry int64
 	proto  []byte
 	ev     *corev1.Event // decoded lazily
+	// logRef tells whether the change-log entry at rev is a reference to
+	// this object's key (a create) rather than a copy of its state.
+	logRef logRefState
 }
+
+// logRefState is objState.logRef.
+type logRefState int
+
+const (
+	logRefUnknown logRefState = iota // read from the database: look it up
+	logRefNo                         // the entry at rev holds the state
+	logRefYes                        // the entry at rev refers to the key
+)
 
 func (st *objState) event() (*corev1.Event, error) {
 	if st.ev == nil {
@@ -358,6 +370,9 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 		if prev, err = cur.event(); err != nil {
 			return err
 		}
+		if err := s.materializeCreate(g, cur); err != nil {
+			return err
+		}
 		oldIdx = indexKeys(prev, sfx)
 	}
 	rev := s.rev + 1
@@ -395,7 +410,11 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 	s.rev = rev
 	o.ev.ResourceVersion = strconv.FormatInt(rev, 10)
 	o.result = o.ev
-	g.states[string(key)] = &objState{exists: true, rev: rev, expiry: expiry, proto: o.proto, ev: o.ev}
+	ref := logRefNo
+	if typ == watch.Added {
+		ref = logRefYes
+	}
+	g.states[string(key)] = &objState{exists: true, rev: rev, expiry: expiry, proto: o.proto, ev: o.ev, logRef: ref}
 	g.entries = append(g.entries, entry{rev: rev, typ: typ, obj: o.ev, prev: prev})
 	return nil
 }
@@ -406,6 +425,9 @@ func (s *Store) remove(g *group, o *op, key []byte, cur *objState) error {
 	sfx := key[1:]
 	last, err := cur.event()
 	if err != nil {
+		return err
+	}
+	if err := s.materializeCreate(g, cur); err != nil {
 		return err
 	}
 	rev := s.rev + 1
@@ -425,6 +447,41 @@ func (s *Store) remove(g *group, o *op, key []byte, cur *objState) error {
 	if o.kind == opExpire {
 		g.expired++
 	}
+	return nil
+}
+
+// materializeCreate is called before a write overwrites cur. If cur's
+// state is logged only as a reference from its create's log entry (the
+// object's revision is its create's), the reference is about to point at
+// a later state, so the entry gets a full copy of cur's state in the same
+// batch: the log then holds every change of the history window, including
+// those of objects deleted since, for watches resuming from it. Creates,
+// the common write, stay cheap; the cost is one read of a recent log entry
+// per update or delete of an object not updated since its creation.
+func (s *Store) materializeCreate(g *group, cur *objState) error {
+	switch cur.logRef {
+	case logRefNo:
+		return nil
+	case logRefUnknown:
+		if cur.rev < s.oldestRev.Load() || cur.rev < g.trimTo {
+			return nil // trimmed: no watch can ask for it
+		}
+		val, closer, err := s.db.Get(logKey(cur.rev))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("pebblestore: reading the log at %d: %w", cur.rev, err)
+		}
+		isRef := len(val) > 0 && val[0] == logAddedRef
+		closer.Close()
+		if !isRef {
+			cur.logRef = logRefNo
+			return nil
+		}
+	}
+	_ = g.batch.Set(logKey(cur.rev), encodeLog(logAdded, cur.proto, nil), nil)
+	cur.logRef = logRefNo
 	return nil
 }
 

@@ -24,8 +24,9 @@ type entry struct {
 	// sameSelection: a MODIFIED whose previous state was not logged
 	// because every selector treats it like obj.
 	sameSelection bool
-	// skip, when set, is the "<ns>/<name>" of a create read back from the
-	// log whose object has changed since; the entry carries no object.
+	// skip, when set, is the "<ns>/<name>" of a create read back from a
+	// log written before creates were materialized on overwrite, whose
+	// object has changed since; the entry carries no object.
 	skip string
 }
 
@@ -142,10 +143,11 @@ type watcher struct {
 	once sync.Once
 	ctx  context.Context
 	next int64 // next revision to look at
-	// skipped holds objects whose creation was read back from the log
-	// after they had changed: their next change is delivered as ADDED
-	// (the first state this watch sees of them), or dropped if it is their
-	// deletion. Only watches catching up from the log ever use it.
+	// skipped holds objects whose creation was read back from a log
+	// written by an older version after they had changed: their next
+	// change is delivered as ADDED (the first state this watch sees of
+	// them), or dropped if it is their deletion. Only watches catching up
+	// from such a log ever use it.
 	skipped map[string]bool
 }
 

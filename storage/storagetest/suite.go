@@ -67,6 +67,7 @@ func Run(t *testing.T, h Harness) {
 		{"WatchProgress", testWatchProgress},
 		{"TTL", testTTL},
 		{"Reopen", testReopen},
+		{"WatchResumeShortLived", testWatchResumeShortLived},
 		{"ConcurrentWrites", testConcurrentWrites},
 	}
 	for _, c := range cases {
@@ -971,6 +972,66 @@ func testReopen(t *testing.T, h Harness) {
 			t.Fatalf("create of %s, stored before the restart: got %v, want ErrExists", name, err)
 		}
 	}
+}
+
+// testWatchResumeShortLived: a watch resumed after a restart from an old
+// revision gets every change since, with the state at each revision,
+// including those of objects created, changed and deleted meanwhile, as an
+// etcd watch from that revision does.
+func testWatchResumeShortLived(t *testing.T, h Harness) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second, HistoryWindow: suiteHistoryWindow}
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := h.Open(t, dir, opts)
+	mustCreate := func(e *corev1.Event) {
+		t.Helper()
+		if _, err := s.Create(ctx, e, storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCreate(ev("default", "before")) // revision 0 would mean "from now on"
+	start := s.Revision()
+	mustCreate(ev("default", "x", func(e *corev1.Event) { e.Message = "x v1" }))
+	mustCreate(ev("default", "y", func(e *corev1.Event) { e.Message = "y v1" }))
+	mustCreate(ev("default", "kept"))
+	if _, err := s.Update(ctx, ev("default", "x", func(e *corev1.Event) { e.Message = "x v2"; e.Count = 2 }), storage.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"x", "y"} {
+		if _, err := s.Delete(ctx, "default", n, storage.Preconditions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = h.Open(t, dir, opts)
+	defer s.Close()
+	w, err := s.Watch(ctx, storage.WatchOptions{Revision: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i, want := range []struct {
+		typ  watch.EventType
+		name string
+		msg  string
+	}{
+		{watch.Added, "x", "x v1"},
+		{watch.Added, "y", "y v1"},
+		{watch.Added, "kept", "started kept"},
+		{watch.Modified, "x", "x v2"},
+		{watch.Deleted, "x", "x v2"},
+		{watch.Deleted, "y", "y v1"},
+	} {
+		e := expect(t, w, want.typ, want.name)
+		if e.Revision != start+int64(i)+1 || rev(t, e.Object) != e.Revision || e.Object.Message != want.msg {
+			t.Fatalf("change %d: %s %s at revision %d (object at %s) with message %q, want revision %d and message %q",
+				i, e.Type, e.Object.Name, e.Revision, e.Object.ResourceVersion, e.Object.Message, start+int64(i)+1, want.msg)
+		}
+	}
+	expectNone(t, w)
 }
 
 func testConcurrentWrites(t *testing.T, h Harness) {
