@@ -415,7 +415,11 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 		ref = logRefYes
 	}
 	g.states[string(key)] = &objState{exists: true, rev: rev, expiry: expiry, proto: o.proto, ev: o.ev, logRef: ref}
-	g.entries = append(g.entries, entry{rev: rev, typ: typ, obj: o.ev, prev: prev})
+	size := entrySize(len(o.proto))
+	if prev != nil {
+		size += entrySize(len(cur.proto))
+	}
+	g.entries = append(g.entries, entry{rev: rev, typ: typ, obj: o.ev, prev: prev, size: size})
 	return nil
 }
 
@@ -443,7 +447,7 @@ func (s *Store) remove(g *group, o *op, key []byte, cur *objState) error {
 	deleted := withRevision(last, rev)
 	o.result = deleted
 	g.states[string(key)] = &objState{}
-	g.entries = append(g.entries, entry{rev: rev, typ: watch.Deleted, obj: deleted})
+	g.entries = append(g.entries, entry{rev: rev, typ: watch.Deleted, obj: deleted, size: entrySize(len(cur.proto))})
 	if o.kind == opExpire {
 		g.expired++
 	}

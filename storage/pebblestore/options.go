@@ -27,6 +27,11 @@ const (
 	// DefaultRingSize is how many recent changes are kept decoded in memory
 	// for watchers; lagging watchers read the on-disk log instead.
 	DefaultRingSize = 4096
+	// DefaultRingBytes bounds the memory of those changes too: 4,096 small
+	// events take about 10 MiB, but 4,096 events near the 3 MiB request
+	// limit would take 12 GiB. 64 MiB keeps the whole ring for ordinary
+	// events and bounds it for huge ones.
+	DefaultRingBytes = 64 << 20
 	// DefaultCacheBytes is pebble's block cache: enough for index blocks and
 	// hot data, small enough for a 150 MiB RSS budget with 1M events.
 	DefaultCacheBytes = 24 << 20
@@ -66,6 +71,9 @@ type Options struct {
 	ExpiryInterval time.Duration
 	// RingSize is the number of recent changes kept in memory.
 	RingSize int
+	// RingBytes caps the memory of the recent changes kept in memory (their
+	// objects' protobuf sizes plus a per-object allowance for decoding).
+	RingBytes int64
 	// MaxListSnapshots caps the snapshots retained for continue tokens
 	// (see DefaultMaxListSnapshots). Beyond it, the snapshot closest to
 	// its expiry is dropped and its tokens get ErrCompacted early.
@@ -105,6 +113,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RingSize <= 0 {
 		o.RingSize = DefaultRingSize
+	}
+	if o.RingBytes <= 0 {
+		o.RingBytes = DefaultRingBytes
 	}
 	if o.MaxListSnapshots <= 0 {
 		o.MaxListSnapshots = DefaultMaxListSnapshots

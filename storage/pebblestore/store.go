@@ -121,7 +121,7 @@ func Open(opts Options) (*Store, error) {
 	s.durableRev.Store(s.rev)
 	s.events.Store(s.count)
 	s.view = &view{snap: db.NewSnapshot(), rev: s.rev, refs: 1}
-	s.hub = newHub(opts.RingSize, s.rev)
+	s.hub = newHub(opts.RingSize, opts.RingBytes, s.rev)
 	s.wg.Add(2)
 	go s.commitLoop()
 	go s.maintenanceLoop()
