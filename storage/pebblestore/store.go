@@ -20,6 +20,7 @@ import (
 type Store struct {
 	opts  Options
 	db    *pebble.DB
+	lock  *pebble.Lock // the data directory's; released after db
 	cache interface{ Unref() }
 	clock clock.WithTicker
 	log   *slog.Logger
@@ -72,12 +73,17 @@ func Open(opts Options) (*Store, error) {
 		return nil, errors.New("pebblestore: Options.Dir is required")
 	}
 	opts = opts.withDefaults()
+	lock, err := lockDir(opts.FS, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
 	cache := pebble.NewCache(opts.CacheBytes)
 	popts := &pebble.Options{
 		FS:           opts.FS,
 		Cache:        cache,
 		MemTableSize: opts.MemTableBytes,
 		Logger:       quietLogger{opts.Logger},
+		Lock:         lock,
 	}
 	// Bloom filters make the existence check of every create cheap.
 	for i := range popts.Levels {
@@ -87,11 +93,13 @@ func Open(opts Options) (*Store, error) {
 	db, err := pebble.Open(opts.Dir, popts)
 	if err != nil {
 		cache.Unref()
+		lock.Close()
 		return nil, fmt.Errorf("pebblestore: opening %s: %w", opts.Dir, err)
 	}
 	s := &Store{
 		opts:     opts,
 		db:       db,
+		lock:     lock,
 		cache:    cache,
 		clock:    opts.Clock,
 		log:      opts.Logger,
@@ -116,6 +124,7 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		db.Close()
 		cache.Unref()
+		lock.Close()
 		return nil, err
 	}
 	s.durableRev.Store(s.rev)
@@ -286,6 +295,9 @@ func (s *Store) Close() error {
 	s.viewMu.Unlock()
 	err := s.db.Close()
 	s.cache.Unref()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
 	if err != nil {
 		return fmt.Errorf("pebblestore: close: %w", err)
 	}
