@@ -241,6 +241,16 @@ func (s *Store) commitGroup(ops []*op) {
 		now:    s.clock.Now(),
 	}
 	defer g.batch.Close()
+	// Writes that cannot be made durable are refused before pebble sees
+	// them: pebble cannot recover from a failed log write. The check comes
+	// before staging, which changes the committer's state.
+	if err := s.writable(estimateBytes(ops)); err != nil {
+		for _, o := range ops {
+			o.err = err
+			close(o.done)
+		}
+		return
+	}
 	startRev, startCount := s.rev, s.count
 	for _, o := range ops {
 		o.err = s.stage(g, o)
@@ -252,9 +262,17 @@ func (s *Store) commitGroup(ops []*op) {
 		if s.opts.NoSync {
 			wo = pebble.NoSync
 		}
-		if err := g.batch.Commit(wo); err != nil {
-			err = fmt.Errorf("pebblestore: commit: %w", err)
-			s.log.Error("commit failed; the group's writes are rejected", "err", err, "writes", len(ops))
+		err := g.batch.Commit(wo)
+		if err == nil && s.health.isBroken() {
+			// Pebble's log write failed (see pebbleLogger.Fatalf) and it
+			// returned all the same: the group is not durable.
+			err = s.health.err()
+		}
+		if err != nil {
+			if !errors.Is(err, storage.ErrUnavailable) {
+				err = fmt.Errorf("pebblestore: commit: %w", err)
+			}
+			s.health.logError("commit failed; the group's writes are rejected", "err", err, "writes", len(ops))
 			s.rev, s.count = startRev, startCount
 			s.presence = s.rebuildPresence()
 			for _, o := range ops {
@@ -280,6 +298,17 @@ func (s *Store) commitGroup(ops []*op) {
 	for _, o := range ops {
 		close(o.done)
 	}
+}
+
+// estimateBytes bounds what committing ops adds to pebble's log: each
+// write's object, the previous state or index entries it may log beside
+// it, and some keys.
+func estimateBytes(ops []*op) int {
+	n := 0
+	for _, o := range ops {
+		n += 2*len(o.proto) + 1024
+	}
+	return n
 }
 
 // stage adds o's writes to the group's batch.

@@ -37,6 +37,11 @@ const (
 	DefaultCacheBytes = 24 << 20
 	// DefaultMemTableBytes is the size of one pebble memtable.
 	DefaultMemTableBytes = 16 << 20
+	// DefaultMinFreeBytes is the free space below which writes are refused
+	// (storage.ErrUnavailable) rather than handed to pebble, which cannot
+	// survive a write failing in its log: room to flush both memtables and
+	// compact the result with level 0.
+	DefaultMinFreeBytes = 4 * DefaultMemTableBytes
 	// DefaultMaxListSnapshots bounds the pebble snapshots kept for the
 	// continue tokens of paginated lists: one per distinct revision a
 	// paginated list was served at, each kept for the history window after
@@ -82,6 +87,10 @@ type Options struct {
 	CacheBytes int64
 	// MemTableBytes is the memtable size.
 	MemTableBytes uint64
+	// MinFreeBytes is the free space the data directory's filesystem must
+	// keep beyond a commit for the commit to be attempted; see
+	// DefaultMinFreeBytes. Negative: no check.
+	MinFreeBytes int64
 	// NoSync skips fsync on commit. Only for tests and benchmarks that
 	// measure something else; acknowledged writes may be lost on a crash.
 	NoSync bool
@@ -125,6 +134,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MemTableBytes == 0 {
 		o.MemTableBytes = DefaultMemTableBytes
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

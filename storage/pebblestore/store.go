@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -18,12 +19,14 @@ import (
 
 // Store is the pebble-backed storage.Interface.
 type Store struct {
-	opts  Options
-	db    *pebble.DB
-	lock  *pebble.Lock // the data directory's; released after db
-	cache interface{ Unref() }
-	clock clock.WithTicker
-	log   *slog.Logger
+	opts Options
+	db   *pebble.DB
+	lock *pebble.Lock // the data directory's; released after db
+	// health says whether writes can be made durable now.
+	health *health
+	cache  interface{ Unref() }
+	clock  clock.WithTicker
+	log    *slog.Logger
 
 	// ops feeds the committer. closing is closed by Close; after it, writes
 	// fail with storage.ErrClosed.
@@ -77,20 +80,41 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	h := newHealth(opts.Dir, opts.Logger, opts.Clock)
 	cache := pebble.NewCache(opts.CacheBytes)
 	popts := &pebble.Options{
-		FS:           opts.FS,
-		Cache:        cache,
-		MemTableSize: opts.MemTableBytes,
-		Logger:       quietLogger{opts.Logger},
-		Lock:         lock,
+		FS:            keepingFS{FS: opts.FS, h: h},
+		Cache:         cache,
+		MemTableSize:  opts.MemTableBytes,
+		Logger:        pebbleLogger{h},
+		EventListener: h.eventListener(),
+		Lock:          lock,
 	}
 	// Bloom filters make the existence check of every create cheap.
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	popts.EnsureDefaults()
-	db, err := pebble.Open(opts.Dir, popts)
+	// On a full disk pebble cannot even start writing (it creates a WAL
+	// and a manifest), so the store starts read-only and says so.
+	var startErr error
+	if du, err := opts.FS.GetDiskUsage(opts.Dir); err == nil && opts.MinFreeBytes >= 0 && du.AvailBytes < uint64(opts.MinFreeBytes) {
+		startErr = fmt.Errorf("%d bytes free, below the %d kept free", du.AvailBytes, opts.MinFreeBytes)
+	}
+	var db *pebble.DB
+	if startErr == nil {
+		db, err = pebble.Open(opts.Dir, popts)
+		if err != nil && diskFull(err) {
+			startErr, err = err, nil
+		}
+	}
+	if startErr != nil {
+		h.readOnly = h.unavailable("started read-only on a full disk; restart eventsd once space is freed",
+			fmt.Errorf("%w (%w)", startErr, syscall.ENOSPC))
+		h.log.Error("the store cannot take writes", "err", h.readOnly)
+		popts.ReadOnly = true
+		db, err = pebble.Open(opts.Dir, popts)
+	}
 	if err != nil {
 		cache.Unref()
 		lock.Close()
@@ -100,6 +124,7 @@ func Open(opts Options) (*Store, error) {
 		opts:     opts,
 		db:       db,
 		lock:     lock,
+		health:   h,
 		cache:    cache,
 		clock:    opts.Clock,
 		log:      opts.Logger,
@@ -302,25 +327,6 @@ func (s *Store) Close() error {
 		return fmt.Errorf("pebblestore: close: %w", err)
 	}
 	return nil
-}
-
-// quietLogger routes pebble's informational logs to debug level.
-type quietLogger struct{ l *slog.Logger }
-
-// Infof logs at debug level.
-func (q quietLogger) Infof(format string, args ...any) {
-	q.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-// Errorf logs at error level.
-func (q quietLogger) Errorf(format string, args ...any) {
-	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-// Fatalf logs at error level and panics, as pebble expects.
-func (q quietLogger) Fatalf(format string, args ...any) {
-	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-	panic(fmt.Sprintf(format, args...))
 }
 
 // WrittenBytes is what pebble has written to disk since start: the WAL,
