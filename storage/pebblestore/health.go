@@ -109,8 +109,8 @@ func (s *Store) checkSpace(need int) error {
 	}
 	var serr error
 	if want := uint64(s.opts.MinFreeBytes) + uint64(need); du.AvailBytes < want {
-		serr = s.health.unavailable(fmt.Sprintf("%d bytes free, below the %d kept free for pebble's flushes and compactions",
-			du.AvailBytes, s.opts.MinFreeBytes), syscall.ENOSPC)
+		serr = s.health.unavailable(fmt.Sprintf("%d bytes free, less than the %d kept free for pebble's flushes and compactions plus the %d to write",
+			du.AvailBytes, s.opts.MinFreeBytes, need), syscall.ENOSPC)
 	}
 	s.health.set(&s.health.space, serr)
 	return serr
