@@ -24,6 +24,7 @@ const (
 	opDelete
 	opExpire // delete if still at pre.Revision and expired
 	opTrim   // drop change-log entries below trimTo
+	opReopen // reopen the database if a full disk left it unable to write
 )
 
 // op is one write handed to the committer. The submitting goroutine fills
@@ -235,12 +236,18 @@ func (s *Store) lookup(g *group, key []byte) (*objState, error) {
 }
 
 func (s *Store) commitGroup(ops []*op) {
-	g := &group{
-		batch:  s.db.NewBatch(),
-		states: make(map[string]*objState, len(ops)),
-		now:    s.clock.Now(),
+	for i, o := range ops {
+		if o.kind == opReopen {
+			o.err = s.reopen()
+			close(o.done)
+			ops = append(ops[:i:i], ops[i+1:]...)
+			s.commitGroup(ops)
+			return
+		}
 	}
-	defer g.batch.Close()
+	if len(ops) == 0 {
+		return
+	}
 	// Writes that cannot be made durable are refused before pebble sees
 	// them: pebble cannot recover from a failed log write. The check comes
 	// before staging, which changes the committer's state.
@@ -251,6 +258,12 @@ func (s *Store) commitGroup(ops []*op) {
 		}
 		return
 	}
+	g := &group{
+		batch:  s.db.NewBatch(),
+		states: make(map[string]*objState, len(ops)),
+		now:    s.clock.Now(),
+	}
+	defer g.batch.Close()
 	startRev, startCount := s.rev, s.count
 	for _, o := range ops {
 		o.err = s.stage(g, o)

@@ -134,6 +134,20 @@ func fillUntilRefused(t *testing.T, s storage.Interface, prefix string) (acked [
 	return acked, refusals
 }
 
+// waitHealthy steps the clock until the store's maintenance notices it can
+// write again.
+func waitHealthy(t *testing.T, s *pebblestore.Store, clk *clocktesting.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.Health() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("health after freeing space: %v", s.Health())
+		}
+		clk.Step(time.Second)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func checkAcked(t *testing.T, s storage.Interface, acked []string) {
 	t.Helper()
 	res, err := s.List(context.Background(), storage.ListOptions{})
@@ -197,14 +211,7 @@ func TestDiskFullRefusesWritesAndRecovers(t *testing.T) {
 	// Space comes back: health recovers without a write (on the next
 	// maintenance tick), then writes succeed.
 	fs.limit.Store(1 << 40)
-	deadline := time.Now().Add(10 * time.Second)
-	for s.Health() != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("health after freeing space: %v", s.Health())
-		}
-		clk.Step(time.Second)
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitHealthy(t, s, clk)
 	if _, err := s.Create(context.Background(), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after"}}, storage.WriteOptions{}); err != nil {
 		t.Fatalf("create after freeing space: %v", err)
 	}
@@ -222,11 +229,13 @@ func TestDiskFullRefusesWritesAndRecovers(t *testing.T) {
 // TestLogWriteFailureNeitherPanicsNorLoses: with no free-space check, the
 // disk fills under pebble's log. The process must not panic: the failed
 // group is refused with ErrUnavailable, later writes too (pebble cannot
-// go on), reads go on, Close returns, and after a reopen with space every
-// acknowledged write is there.
+// go on), reads go on; once space is freed the store reopens its database
+// by itself and takes writes, and every acknowledged write is there, also
+// after a reopen.
 func TestLogWriteFailureNeitherPanicsNorLoses(t *testing.T) {
 	fs := newFullFS("data")
-	opts := pebblestore.Options{Dir: "data", FS: fs, MinFreeBytes: -1, Logger: slog.New(slog.DiscardHandler)}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := pebblestore.Options{Dir: "data", FS: fs, Clock: clk, MinFreeBytes: -1, Logger: slog.New(slog.DiscardHandler)}
 	s, err := pebblestore.Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -246,8 +255,17 @@ func TestLogWriteFailureNeitherPanicsNorLoses(t *testing.T) {
 	if _, err := s.Create(context.Background(), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "later"}}, storage.WriteOptions{}); !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("create after the failure: %v", err)
 	}
-	_ = s.Close()
+	// Space comes back: the store reopens its database by itself.
 	fs.limit.Store(1 << 40)
+	waitHealthy(t, s, clk)
+	if _, err := s.Create(context.Background(), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "later"}}, storage.WriteOptions{}); err != nil {
+		t.Fatalf("create after freeing space: %v", err)
+	}
+	acked = append(acked, "later")
+	checkAcked(t, s, acked)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	s, err = pebblestore.Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -257,10 +275,12 @@ func TestLogWriteFailureNeitherPanicsNorLoses(t *testing.T) {
 }
 
 // TestStartOnFullDisk: a store opened on a full disk serves reads, refuses
-// writes with ErrUnavailable and reports itself unhealthy.
+// writes with ErrUnavailable and reports itself unhealthy, until space is
+// freed: then it reopens read-write by itself.
 func TestStartOnFullDisk(t *testing.T) {
 	fs := newFullFS("data")
-	opts := pebblestore.Options{Dir: "data", FS: fs, MinFreeBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler)}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := pebblestore.Options{Dir: "data", FS: fs, Clock: clk, MinFreeBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler)}
 	s, err := pebblestore.Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -288,4 +308,11 @@ func TestStartOnFullDisk(t *testing.T) {
 	if fs.full.Load() != 0 {
 		t.Fatalf("%d writes failed under pebble", fs.full.Load())
 	}
+	// Space comes back: the store reopens read-write by itself.
+	fs.limit.Store(1 << 40)
+	waitHealthy(t, s, clk)
+	if _, err := s.Create(context.Background(), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after"}}, storage.WriteOptions{}); err != nil {
+		t.Fatalf("create after freeing space: %v", err)
+	}
+	checkAcked(t, s, []string{"before", "after"})
 }

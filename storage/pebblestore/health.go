@@ -164,7 +164,7 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 	if strings.Contains(msg, syscall.ENOSPC.Error()) {
 		cause = messageError{msg: msg, errno: syscall.ENOSPC}
 	}
-	l.h.set(&l.h.broken, l.h.unavailable("pebble failed writing; restart eventsd once the cause is fixed", cause))
+	l.h.set(&l.h.broken, l.h.unavailable("pebble failed writing; writes resume once there is room again and the database is reopened", cause))
 }
 
 // messageError is an error known by its message (pebble's Fatalf gives

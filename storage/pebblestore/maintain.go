@@ -43,7 +43,15 @@ func (s *Store) maintenanceLoop() {
 		now := s.clock.Now()
 		if s.health.err() != nil {
 			// Notice free space coming back even when no write tries.
-			_ = s.checkSpace(0)
+			if s.checkSpace(0) == nil && s.health.needsReopen() {
+				o := &op{kind: opReopen}
+				if s.enqueue(o) == nil {
+					<-o.done
+					if o.err != nil {
+						s.health.logError("reopening the database after a full disk", "err", o.err)
+					}
+				}
+			}
 		}
 		s.expire(now)
 		cps = append(cps, checkpoint{at: now, rev: s.Revision()})

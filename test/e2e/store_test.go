@@ -97,9 +97,9 @@ func readyzCode(t *testing.T, url string) (int, string) {
 // TestDiskFull runs eventsd on a small tmpfs and fills it: writes get 507
 // naming the store and the full disk, /readyz fails, reads go on, nothing
 // panics; freeing space brings writes and readiness back by themselves.
-// Then eventsd is stopped, started on the full disk (it serves reads and
-// reports the condition, and SIGTERM stops it), and restarted with space:
-// every acknowledged write is there.
+// Then eventsd is stopped and started on the full disk: it serves reads
+// and reports the condition, takes writes once space is freed, and SIGTERM
+// stops it. After a restart every acknowledged write is there.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
 	mnt := mountTmpfs(t, 16<<20)
@@ -192,6 +192,19 @@ func TestDiskFull(t *testing.T) {
 	if !errors.As(err, &se) || se.ErrStatus.Code != http.StatusInsufficientStorage {
 		t.Errorf("create when started on a full disk: %v, want 507", err)
 	}
+	// Space comes back: it reopens its database and takes writes.
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	cgPoll(t, 15*time.Second, "/readyz 200 after freeing space", func() (bool, string) {
+		code, body := readyzCode(t, p.URL)
+		return code == http.StatusOK, fmt.Sprintf("%d %q", code, body)
+	})
+	out, err = cs.CoreV1().Events(ns).Create(ctx, cgCoreEvent(ns, "after-start-full", "pod"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create after freeing space: %v", err)
+	}
+	acked["after-start-full"] = cgAck{uid: out.UID, rv: cgRV(t, out.ResourceVersion)}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() {
@@ -212,9 +225,6 @@ func TestDiskFull(t *testing.T) {
 		t.Errorf("eventsd started on a full disk logged %d lines", logLines)
 	}
 
-	if err := os.Remove(ballast); err != nil {
-		t.Fatal(err)
-	}
 	p.Restart()
 	cgCheckAcked(t, cs, ns, acked, true)
 }
