@@ -316,3 +316,89 @@ func TestStartOnFullDisk(t *testing.T) {
 	}
 	checkAcked(t, s, []string{"before", "after"})
 }
+
+// sstFullFS fails writes to sstables with ENOSPC while failing is set, so
+// that pebble's flushes fail while its log writes succeed.
+type sstFullFS struct {
+	vfs.FS
+	failing atomic.Bool
+}
+
+func (fs *sstFullFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, c)
+	if err != nil || !strings.HasSuffix(name, ".sst") {
+		return f, err
+	}
+	return &sstFile{File: f, fs: fs, name: name}, nil
+}
+
+func (fs *sstFullFS) Unwrap() vfs.FS { return fs.FS }
+
+type sstFile struct {
+	vfs.File
+	fs   *sstFullFS
+	name string
+}
+
+func (f *sstFile) Write(p []byte) (int, error) {
+	if f.fs.failing.Load() {
+		return 0, &os.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
+	}
+	return f.File.Write(p)
+}
+
+// TestFailingFlushRefusesWritesInsteadOfStalling: when pebble's flush
+// fails for want of space, writes are refused (rather than filling the
+// memtables and hanging) and the store reports itself unhealthy; when
+// flushes succeed again, so do writes, and nothing acknowledged is lost.
+func TestFailingFlushRefusesWritesInsteadOfStalling(t *testing.T) {
+	fs := &sstFullFS{FS: vfs.NewMem()}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := pebblestore.Options{Dir: "data", FS: fs, Clock: clk, MemTableBytes: 1 << 20, MinFreeBytes: -1, Logger: slog.New(slog.DiscardHandler)}
+	s, err := pebblestore.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	fs.failing.Store(true)
+	done := make(chan struct{})
+	var acked []string
+	var refusals []error
+	go func() {
+		defer close(done)
+		acked, refusals = fillUntilRefused(t, s, "c")
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("writes hang while flushes fail")
+	}
+	if len(refusals) == 0 || !errors.Is(refusals[0], storage.ErrUnavailable) || !errors.Is(refusals[0], syscall.ENOSPC) {
+		t.Fatalf("refusals while flushes fail: %v", refusals)
+	}
+	t.Logf("%d acknowledged; then %v", len(acked), refusals[0])
+	if err := s.Health(); !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("health while flushes fail: %v", err)
+	}
+	checkAcked(t, s, acked)
+	fs.failing.Store(false)
+	deadline := time.Now().Add(30 * time.Second)
+	for s.Health() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("health after flushes can succeed: %v", s.Health())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := s.Create(context.Background(), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after"}}, storage.WriteOptions{}); err != nil {
+		t.Fatalf("create after flushes recovered: %v", err)
+	}
+	acked = append(acked, "after")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = pebblestore.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAcked(t, s, acked)
+}
