@@ -308,13 +308,27 @@ func TestStartOnFullDisk(t *testing.T) {
 	if fs.full.Load() != 0 {
 		t.Fatalf("%d writes failed under pebble", fs.full.Load())
 	}
-	// Space comes back: the store reopens read-write by itself.
+	w, err := s.Watch(context.Background(), storage.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// Space comes back: the store reopens read-write by itself, and the
+	// watch started before goes on.
 	fs.limit.Store(1 << 40)
 	waitHealthy(t, s, clk)
 	if _, err := s.Create(context.Background(), &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after"}}, storage.WriteOptions{}); err != nil {
 		t.Fatalf("create after freeing space: %v", err)
 	}
 	checkAcked(t, s, []string{"before", "after"})
+	select {
+	case e := <-w.ResultChan():
+		if e.Err != nil || e.Object == nil || e.Object.Name != "after" {
+			t.Fatalf("watch across the reopen: %s %v %v", e.Type, e.Object, e.Err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch across the reopen: no event")
+	}
 }
 
 // sstFullFS fails writes to sstables with ENOSPC while failing is set, so
