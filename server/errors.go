@@ -44,12 +44,28 @@ func statusError(err error, rr resourceRequest, name string) *apierrors.StatusEr
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 	case errors.Is(err, storage.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down")
+	case errors.Is(err, storage.ErrUnavailable):
+		return insufficientStorage(err)
 	}
 	var uf *eventapi.UnsupportedFieldError
 	if errors.As(err, &uf) {
 		return apierrors.NewBadRequest(uf.Error())
 	}
 	return apierrors.NewInternalError(err)
+}
+
+// insufficientStorage is the answer to a write the store cannot make
+// durable (a full disk): 507 Insufficient Storage, whose message says why
+// (the store's error names its data directory and "no space left on
+// device"). Nothing of the write was applied; clients may retry later.
+func insufficientStorage(err error) *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusInsufficientStorage,
+		Reason:  metav1.StatusReasonInternalError,
+		Message: fmt.Sprintf("the event store cannot write: %v", err),
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Message: err.Error()}}},
+	}}
 }
 
 // registryOptimisticLockMsg is kube-apiserver's conflict message.

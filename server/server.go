@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubevents/kubevents/storage"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -99,6 +100,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if s.shuttingDown.Load() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 			return
+		}
+		// A store that cannot take writes (a full disk) makes the server
+		// unready; reads are still served.
+		if hr, ok := s.cfg.Store.(storage.HealthReporter); ok {
+			if err := hr.Health(); err != nil {
+				http.Error(w, "storage: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
 		}
 		_, _ = w.Write([]byte("ok"))
 		return

@@ -70,7 +70,24 @@ var (
 	ErrFutureRevision = errors.New("revision not yet reached")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
+	// ErrUnavailable: the store cannot make writes durable now, for
+	// instance because its disk is full. Write methods fail with it,
+	// wrapped with the cause (for a full disk, errors.Is(err,
+	// syscall.ENOSPC) holds and the message names the store and says "no
+	// space left on device"); nothing of the failed write is applied.
+	// Reads and watches keep working. Writes resume by themselves once
+	// the cause is gone, unless the message says the store must be
+	// restarted.
+	ErrUnavailable = errors.New("store unavailable for writes")
 )
+
+// HealthReporter is implemented by stores that can tell whether they can
+// take writes. Health returns nil when they can, and otherwise an error
+// wrapping ErrUnavailable that says why; it is cheap enough for every
+// readiness probe.
+type HealthReporter interface {
+	Health() error
+}
 
 // Selector selects events: all of them, those of one namespace, and those
 // matching field and label selectors.

@@ -26,6 +26,8 @@ type options struct {
 	dataDir         string
 	eventTTL        time.Duration
 	historyWindow   time.Duration
+	watchRingBytes  int64
+	minFreeDisk     int64
 	tlsCertFile     string
 	tlsKeyFile      string
 	tokenAuthFile   string
@@ -65,6 +67,8 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.dataDir, "data-dir", "./eventsd-data", "Directory of the embedded store; created if missing.")
 	f.DurationVar(&o.eventTTL, "event-ttl", server.DefaultEventTTL, "Amount of time to retain events after their last write.")
 	f.DurationVar(&o.historyWindow, "watch-history", pebblestore.DefaultHistoryWindow, "How long changes are kept for watches and paginated lists to resume from.")
+	f.Int64Var(&o.watchRingBytes, "watch-ring-bytes", pebblestore.DefaultRingBytes, "Most bytes of recent changes kept decoded in memory for watchers (at most 4096 changes); watchers further behind read the on-disk change log.")
+	f.Int64Var(&o.minFreeDisk, "min-free-disk-bytes", pebblestore.DefaultMinFreeBytes, "Free space the data directory's filesystem keeps: below it writes get 507 and /readyz fails, until space is freed. Negative: no check.")
 	f.StringVar(&o.tlsCertFile, "tls-cert-file", "", "File with the x509 certificate for HTTPS; serve plain HTTP when empty.")
 	f.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "File with the x509 private key matching --tls-cert-file.")
 	f.StringVar(&o.tokenAuthFile, "token-auth-file", "", "If set, require bearer tokens listed in this file (kube-apiserver CSV format: token,user,uid,\"group1,group2\").")
@@ -93,7 +97,8 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	store, err := pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow, Logger: log})
+	store, err := pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow,
+		RingBytes: o.watchRingBytes, MinFreeBytes: o.minFreeDisk, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -53,19 +53,23 @@ func decodeObject(v []byte) (*corev1.Event, int64, error) {
 //
 //	logAddedRef:  the object's "<ns>/<name>". The object is not copied: it
 //	              is read from the object key, which holds it while its
-//	              revision is this one; a later change of the object has
-//	              its own log entry, which a catching-up reader uses
-//	              instead (see watcher.skipped).
+//	              revision is this one. The write that overwrites it (an
+//	              update or a deletion) replaces the reference with a
+//	              logAdded copy in the same batch (see materializeCreate),
+//	              so the log keeps every state of the window. Logs written
+//	              before that could hold a reference to a moved-on object;
+//	              readers skip those (see watcher.skipped).
 //	logModified:  uvarint length, the object, and the previous object only
 //	              when a selectable field or a label changed (otherwise any
 //	              selector treats both alike and the previous state is not
 //	              needed).
 //	logDeleted:   uvarint length, the last state.
-//	logAdded:     uvarint length, the object (a full copy; not written any
-//	              more, still read).
+//	logAdded:     uvarint length, the object: a create whose object has
+//	              been overwritten since.
 //
 // So a create, the common write, adds a few dozen bytes to the log rather
-// than a second copy of the event.
+// than a second copy of the event, unless the event is updated or deleted
+// while its create is in the log.
 const (
 	logAdded    = 'A'
 	logAddedRef = 'a'

@@ -24,6 +24,7 @@ const (
 	opDelete
 	opExpire // delete if still at pre.Revision and expired
 	opTrim   // drop change-log entries below trimTo
+	opReopen // reopen the database if a full disk left it unable to write
 )
 
 // op is one write handed to the committer. The submitting goroutine fills
@@ -172,7 +173,19 @@ type objState struct {
 	expiry int64
 	proto  []byte
 	ev     *corev1.Event // decoded lazily
+	// logRef tells whether the change-log entry at rev is a reference to
+	// this object's key (a create) rather than a copy of its state.
+	logRef logRefState
 }
+
+// logRefState is objState.logRef.
+type logRefState int
+
+const (
+	logRefUnknown logRefState = iota // read from the database: look it up
+	logRefNo                         // the entry at rev holds the state
+	logRefYes                        // the entry at rev refers to the key
+)
 
 func (st *objState) event() (*corev1.Event, error) {
 	if st.ev == nil {
@@ -223,6 +236,28 @@ func (s *Store) lookup(g *group, key []byte) (*objState, error) {
 }
 
 func (s *Store) commitGroup(ops []*op) {
+	for i, o := range ops {
+		if o.kind == opReopen {
+			o.err = s.reopen()
+			close(o.done)
+			ops = append(ops[:i:i], ops[i+1:]...)
+			s.commitGroup(ops)
+			return
+		}
+	}
+	if len(ops) == 0 {
+		return
+	}
+	// Writes that cannot be made durable are refused before pebble sees
+	// them: pebble cannot recover from a failed log write. The check comes
+	// before staging, which changes the committer's state.
+	if err := s.writable(estimateBytes(ops)); err != nil {
+		for _, o := range ops {
+			o.err = err
+			close(o.done)
+		}
+		return
+	}
 	g := &group{
 		batch:  s.db.NewBatch(),
 		states: make(map[string]*objState, len(ops)),
@@ -240,9 +275,17 @@ func (s *Store) commitGroup(ops []*op) {
 		if s.opts.NoSync {
 			wo = pebble.NoSync
 		}
-		if err := g.batch.Commit(wo); err != nil {
-			err = fmt.Errorf("pebblestore: commit: %w", err)
-			s.log.Error("commit failed; the group's writes are rejected", "err", err, "writes", len(ops))
+		err := g.batch.Commit(wo)
+		if err == nil && s.health.isBroken() {
+			// Pebble's log write failed (see pebbleLogger.Fatalf) and it
+			// returned all the same: the group is not durable.
+			err = s.health.err()
+		}
+		if err != nil {
+			if !errors.Is(err, storage.ErrUnavailable) {
+				err = fmt.Errorf("pebblestore: commit: %w", err)
+			}
+			s.health.logError("commit failed; the group's writes are rejected", "err", err, "writes", len(ops))
 			s.rev, s.count = startRev, startCount
 			s.presence = s.rebuildPresence()
 			for _, o := range ops {
@@ -268,6 +311,17 @@ func (s *Store) commitGroup(ops []*op) {
 	for _, o := range ops {
 		close(o.done)
 	}
+}
+
+// estimateBytes bounds what committing ops adds to pebble's log: each
+// write's object, the previous state or index entries it may log beside
+// it, and some keys.
+func estimateBytes(ops []*op) int {
+	n := 0
+	for _, o := range ops {
+		n += 2*len(o.proto) + 1024
+	}
+	return n
 }
 
 // stage adds o's writes to the group's batch.
@@ -358,6 +412,9 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 		if prev, err = cur.event(); err != nil {
 			return err
 		}
+		if err := s.materializeCreate(g, cur); err != nil {
+			return err
+		}
 		oldIdx = indexKeys(prev, sfx)
 	}
 	rev := s.rev + 1
@@ -395,8 +452,16 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 	s.rev = rev
 	o.ev.ResourceVersion = strconv.FormatInt(rev, 10)
 	o.result = o.ev
-	g.states[string(key)] = &objState{exists: true, rev: rev, expiry: expiry, proto: o.proto, ev: o.ev}
-	g.entries = append(g.entries, entry{rev: rev, typ: typ, obj: o.ev, prev: prev})
+	ref := logRefNo
+	if typ == watch.Added {
+		ref = logRefYes
+	}
+	g.states[string(key)] = &objState{exists: true, rev: rev, expiry: expiry, proto: o.proto, ev: o.ev, logRef: ref}
+	size := entrySize(len(o.proto))
+	if prev != nil {
+		size += entrySize(len(cur.proto))
+	}
+	g.entries = append(g.entries, entry{rev: rev, typ: typ, obj: o.ev, prev: prev, size: size})
 	return nil
 }
 
@@ -406,6 +471,9 @@ func (s *Store) remove(g *group, o *op, key []byte, cur *objState) error {
 	sfx := key[1:]
 	last, err := cur.event()
 	if err != nil {
+		return err
+	}
+	if err := s.materializeCreate(g, cur); err != nil {
 		return err
 	}
 	rev := s.rev + 1
@@ -421,10 +489,45 @@ func (s *Store) remove(g *group, o *op, key []byte, cur *objState) error {
 	deleted := withRevision(last, rev)
 	o.result = deleted
 	g.states[string(key)] = &objState{}
-	g.entries = append(g.entries, entry{rev: rev, typ: watch.Deleted, obj: deleted})
+	g.entries = append(g.entries, entry{rev: rev, typ: watch.Deleted, obj: deleted, size: entrySize(len(cur.proto))})
 	if o.kind == opExpire {
 		g.expired++
 	}
+	return nil
+}
+
+// materializeCreate is called before a write overwrites cur. If cur's
+// state is logged only as a reference from its create's log entry (the
+// object's revision is its create's), the reference is about to point at
+// a later state, so the entry gets a full copy of cur's state in the same
+// batch: the log then holds every change of the history window, including
+// those of objects deleted since, for watches resuming from it. Creates,
+// the common write, stay cheap; the cost is one read of a recent log entry
+// per update or delete of an object not updated since its creation.
+func (s *Store) materializeCreate(g *group, cur *objState) error {
+	switch cur.logRef {
+	case logRefNo:
+		return nil
+	case logRefUnknown:
+		if cur.rev < s.oldestRev.Load() || cur.rev < g.trimTo {
+			return nil // trimmed: no watch can ask for it
+		}
+		val, closer, err := s.db.Get(logKey(cur.rev))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("pebblestore: reading the log at %d: %w", cur.rev, err)
+		}
+		isRef := len(val) > 0 && val[0] == logAddedRef
+		closer.Close()
+		if !isRef {
+			cur.logRef = logRefNo
+			return nil
+		}
+	}
+	_ = g.batch.Set(logKey(cur.rev), encodeLog(logAdded, cur.proto, nil), nil)
+	cur.logRef = logRefNo
 	return nil
 }
 

@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -40,6 +41,18 @@ func (s *Store) maintenanceLoop() {
 		case <-t.C():
 		}
 		now := s.clock.Now()
+		if s.health.err() != nil {
+			// Notice free space coming back even when no write tries.
+			if s.checkSpace(0) == nil && s.health.needsReopen() {
+				o := &op{kind: opReopen}
+				if s.enqueue(o) == nil {
+					<-o.done
+					if o.err != nil {
+						s.health.logError("reopening the database after a full disk", "err", o.err)
+					}
+				}
+			}
+		}
 		s.expire(now)
 		cps = append(cps, checkpoint{at: now, rev: s.Revision()})
 		cps, lastTrim = s.trim(now, cps, lastTrim)
@@ -61,11 +74,13 @@ func (s *Store) expire(now time.Time) {
 			}
 			pending = append(pending, o)
 		}
+		unavailable := false
 		for _, o := range pending {
 			<-o.done
+			unavailable = unavailable || errors.Is(o.err, storage.ErrUnavailable)
 		}
-		if len(pending) < len(ops) || len(ops) < expireBatch {
-			return
+		if unavailable || len(pending) < len(ops) || len(ops) < expireBatch {
+			return // next round; when the store cannot write, after the next tick
 		}
 	}
 }

@@ -27,13 +27,31 @@ const (
 	// DefaultRingSize is how many recent changes are kept decoded in memory
 	// for watchers; lagging watchers read the on-disk log instead.
 	DefaultRingSize = 4096
+	// DefaultRingBytes bounds the memory of those changes too: 4,096 small
+	// events take about 10 MiB, but 4,096 events near the 3 MiB request
+	// limit would take 12 GiB. 64 MiB keeps the whole ring for ordinary
+	// events and bounds it for huge ones.
+	DefaultRingBytes = 64 << 20
 	// DefaultCacheBytes is pebble's block cache: enough for index blocks and
 	// hot data, small enough for a 150 MiB RSS budget with 1M events.
 	DefaultCacheBytes = 24 << 20
 	// DefaultMemTableBytes is the size of one pebble memtable.
 	DefaultMemTableBytes = 16 << 20
-	// maxRetainedViews bounds the snapshots kept for paginated lists.
-	maxRetainedViews = 64
+	// DefaultMinFreeBytes is the free space below which writes are refused
+	// (storage.ErrUnavailable) rather than handed to pebble, which cannot
+	// survive a write failing in its log: room to flush both memtables and
+	// compact the result with level 0.
+	DefaultMinFreeBytes = 4 * DefaultMemTableBytes
+	// DefaultMaxListSnapshots bounds the pebble snapshots kept for the
+	// continue tokens of paginated lists: one per distinct revision a
+	// paginated list was served at, each kept for the history window after
+	// its last page was served. A snapshot costs a few hundred bytes of
+	// memory; on disk it keeps the versions it sees from being compacted
+	// away, which is bounded by the writes of the history window, as the
+	// change log is. Lists served at the same revision share a snapshot,
+	// and a write storm makes one revision per group commit, so 10,000
+	// covers a paginated list every 30 ms for the whole 5-minute window.
+	DefaultMaxListSnapshots = 10_000
 )
 
 // Options configure Open. The zero value of each field means its default.
@@ -58,10 +76,21 @@ type Options struct {
 	ExpiryInterval time.Duration
 	// RingSize is the number of recent changes kept in memory.
 	RingSize int
+	// RingBytes caps the memory of the recent changes kept in memory (their
+	// objects' protobuf sizes plus a per-object allowance for decoding).
+	RingBytes int64
+	// MaxListSnapshots caps the snapshots retained for continue tokens
+	// (see DefaultMaxListSnapshots). Beyond it, the snapshot closest to
+	// its expiry is dropped and its tokens get ErrCompacted early.
+	MaxListSnapshots int
 	// CacheBytes is the block cache size.
 	CacheBytes int64
 	// MemTableBytes is the memtable size.
 	MemTableBytes uint64
+	// MinFreeBytes is the free space the data directory's filesystem must
+	// keep beyond a commit for the commit to be attempted; see
+	// DefaultMinFreeBytes. Negative: no check.
+	MinFreeBytes int64
 	// NoSync skips fsync on commit. Only for tests and benchmarks that
 	// measure something else; acknowledged writes may be lost on a crash.
 	NoSync bool
@@ -94,11 +123,20 @@ func (o Options) withDefaults() Options {
 	if o.RingSize <= 0 {
 		o.RingSize = DefaultRingSize
 	}
+	if o.RingBytes <= 0 {
+		o.RingBytes = DefaultRingBytes
+	}
+	if o.MaxListSnapshots <= 0 {
+		o.MaxListSnapshots = DefaultMaxListSnapshots
+	}
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = DefaultCacheBytes
 	}
 	if o.MemTableBytes == 0 {
 		o.MemTableBytes = DefaultMemTableBytes
+	}
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

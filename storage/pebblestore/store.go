@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -18,11 +19,18 @@ import (
 
 // Store is the pebble-backed storage.Interface.
 type Store struct {
-	opts  Options
+	opts Options
+	// db is replaced only by the committer (see reopen), under dbMu and
+	// with no view of it left; others read it under dbMu.
 	db    *pebble.DB
-	cache interface{ Unref() }
-	clock clock.WithTicker
-	log   *slog.Logger
+	dbMu  sync.RWMutex
+	popts *pebble.Options
+	lock  *pebble.Lock // the data directory's; released after db
+	// health says whether writes can be made durable now.
+	health *health
+	cache  interface{ Unref() }
+	clock  clock.WithTicker
+	log    *slog.Logger
 
 	// ops feeds the committer. closing is closed by Close; after it, writes
 	// fail with storage.ErrClosed.
@@ -47,9 +55,12 @@ type Store struct {
 	committed  atomic.Int64
 
 	viewMu   sync.Mutex
-	view     *view           // newest durable snapshot
+	viewCond *sync.Cond      // on viewMu: swapping ended, or a view was closed
+	view     *view           // newest durable snapshot; nil if the database could not be reopened
 	retained map[int64]*view // snapshots kept for continue tokens
 	closed   bool            // views may no longer be acquired
+	swapping bool            // the database is being reopened: wait
+	live     int             // views not yet closed
 
 	hub *hub
 }
@@ -72,26 +83,30 @@ func Open(opts Options) (*Store, error) {
 		return nil, errors.New("pebblestore: Options.Dir is required")
 	}
 	opts = opts.withDefaults()
+	lock, err := lockDir(opts.FS, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	h := newHealth(opts.Dir, opts.Logger, opts.Clock)
 	cache := pebble.NewCache(opts.CacheBytes)
 	popts := &pebble.Options{
-		FS:           opts.FS,
-		Cache:        cache,
-		MemTableSize: opts.MemTableBytes,
-		Logger:       quietLogger{opts.Logger},
+		FS:            keepingFS{FS: opts.FS, h: h},
+		Cache:         cache,
+		MemTableSize:  opts.MemTableBytes,
+		Logger:        pebbleLogger{h},
+		EventListener: h.eventListener(),
+		Lock:          lock,
 	}
 	// Bloom filters make the existence check of every create cheap.
 	for i := range popts.Levels {
 		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	popts.EnsureDefaults()
-	db, err := pebble.Open(opts.Dir, popts)
-	if err != nil {
-		cache.Unref()
-		return nil, fmt.Errorf("pebblestore: opening %s: %w", opts.Dir, err)
-	}
 	s := &Store{
 		opts:     opts,
-		db:       db,
+		popts:    popts,
+		lock:     lock,
+		health:   h,
 		cache:    cache,
 		clock:    opts.Clock,
 		log:      opts.Logger,
@@ -99,6 +114,60 @@ func Open(opts Options) (*Store, error) {
 		closing:  make(chan struct{}),
 		retained: map[int64]*view{},
 	}
+	s.viewCond = sync.NewCond(&s.viewMu)
+	if s.db, err = s.openDB(); err == nil {
+		if err = s.loadState(); err != nil {
+			s.db.Close()
+		}
+	}
+	if err != nil {
+		cache.Unref()
+		lock.Close()
+		return nil, err
+	}
+	s.view = s.newViewLocked(s.rev)
+	s.hub = newHub(opts.RingSize, opts.RingBytes, s.rev)
+	s.wg.Add(2)
+	go s.commitLoop()
+	go s.maintenanceLoop()
+	return s, nil
+}
+
+// openDB opens pebble over the data directory: read-write when its
+// filesystem has the reserve free, and otherwise (pebble cannot even start
+// writing on a full disk: it creates a log and a manifest) read-only, with
+// the store's health saying so until a reopen succeeds.
+func (s *Store) openDB() (*pebble.DB, error) {
+	opts, h := s.opts, s.health
+	var full error
+	if du, err := opts.FS.GetDiskUsage(opts.Dir); err == nil && opts.MinFreeBytes >= 0 && du.AvailBytes < uint64(opts.MinFreeBytes) {
+		full = fmt.Errorf("%d bytes free, less than the %d kept free", du.AvailBytes, opts.MinFreeBytes)
+	}
+	if full == nil {
+		s.popts.ReadOnly = false
+		db, err := pebble.Open(opts.Dir, s.popts)
+		if err == nil {
+			h.set(&h.readOnly, nil)
+			return db, nil
+		}
+		if !diskFull(err) {
+			return nil, fmt.Errorf("pebblestore: opening %s: %w", opts.Dir, err)
+		}
+		full = err
+	}
+	h.set(&h.readOnly, h.unavailable("opened read-only on a full disk; writes resume once space is freed",
+		fmt.Errorf("%w (%w)", full, syscall.ENOSPC)))
+	s.popts.ReadOnly = true
+	db, err := pebble.Open(opts.Dir, s.popts)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: opening %s read-only: %w", opts.Dir, err)
+	}
+	return db, nil
+}
+
+// loadState reads the committer's state from a freshly opened database.
+func (s *Store) loadState() error {
+	var err error
 	if s.rev, err = s.readMeta(metaRevision); err == nil {
 		if s.count, err = s.readMeta(metaCount); err == nil {
 			var oldest int64
@@ -111,21 +180,14 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 	if err == nil {
-		s.presence, err = loadPresence(db, s.count)
+		s.presence, err = loadPresence(s.db, s.count)
 	}
 	if err != nil {
-		db.Close()
-		cache.Unref()
-		return nil, err
+		return err
 	}
 	s.durableRev.Store(s.rev)
 	s.events.Store(s.count)
-	s.view = &view{snap: db.NewSnapshot(), rev: s.rev, refs: 1}
-	s.hub = newHub(opts.RingSize, s.rev)
-	s.wg.Add(2)
-	go s.commitLoop()
-	go s.maintenanceLoop()
-	return s, nil
+	return nil
 }
 
 func (s *Store) readMeta(key []byte) (int64, error) {
@@ -147,21 +209,29 @@ func (s *Store) readMeta(key []byte) (int64, error) {
 func (s *Store) acquire() (*view, error) {
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
-	if s.closed {
-		return nil, storage.ErrClosed
+	if err := s.waitViewLocked(); err != nil {
+		return nil, err
 	}
 	s.view.refs++
 	return s.view, nil
 }
 
-// acquireAt returns a view at exactly rev if one is still held.
+// acquireAt returns a view at exactly rev if one is still held: the
+// newest one, or one retained for continue tokens whose time has not run
+// out on the store's clock (the maintenance loop drops those only once per
+// ExpiryInterval).
 func (s *Store) acquireAt(rev int64) (*view, error) {
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
-	if s.closed {
-		return nil, storage.ErrClosed
+	if err := s.waitViewLocked(); err != nil {
+		return nil, err
 	}
 	v := s.retained[rev]
+	if v != nil && v.deadline <= s.clock.Now().UnixNano() {
+		delete(s.retained, rev)
+		s.unrefLocked(v)
+		v = nil
+	}
 	if v == nil && s.view.rev == rev {
 		v = s.view
 	}
@@ -178,14 +248,41 @@ func (s *Store) release(v *view) {
 	s.unrefLocked(v)
 }
 
+// waitViewLocked waits out a reopen and says whether views can be had.
+func (s *Store) waitViewLocked() error {
+	for s.swapping {
+		s.viewCond.Wait()
+	}
+	switch {
+	case s.closed:
+		return storage.ErrClosed
+	case s.view == nil:
+		return s.health.err()
+	}
+	return nil
+}
+
+// newViewLocked takes a snapshot at rev. Called by the committer.
+func (s *Store) newViewLocked(rev int64) *view {
+	s.live++
+	return &view{snap: s.db.NewSnapshot(), rev: rev, refs: 1}
+}
+
 func (s *Store) unrefLocked(v *view) {
 	v.refs--
 	if v.refs == 0 {
 		v.snap.Close()
+		s.live--
+		if s.live == 0 {
+			s.viewCond.Broadcast()
+		}
 	}
 }
 
-// retain keeps v for continue tokens until the history window passes.
+// retain keeps v for continue tokens until the history window passes
+// after its latest page. At most Options.MaxListSnapshots are kept; beyond
+// that the one closest to its deadline is dropped and its tokens are too
+// old, as after an etcd compaction.
 func (s *Store) retain(v *view) {
 	s.viewMu.Lock()
 	defer s.viewMu.Unlock()
@@ -193,17 +290,15 @@ func (s *Store) retain(v *view) {
 	if _, ok := s.retained[v.rev]; ok || s.closed {
 		return
 	}
-	if len(s.retained) >= maxRetainedViews {
-		// Drop the oldest: its tokens become "too old", as after etcd
-		// compaction.
-		var oldest *view
+	if len(s.retained) >= s.opts.MaxListSnapshots {
+		var first *view
 		for _, r := range s.retained {
-			if oldest == nil || r.rev < oldest.rev {
-				oldest = r
+			if first == nil || r.deadline < first.deadline {
+				first = r
 			}
 		}
-		delete(s.retained, oldest.rev)
-		s.unrefLocked(oldest)
+		delete(s.retained, first.rev)
+		s.unrefLocked(first)
 	}
 	v.refs++
 	s.retained[v.rev] = v
@@ -211,11 +306,12 @@ func (s *Store) retain(v *view) {
 
 // publishView installs a new durable snapshot. Called by the committer.
 func (s *Store) publishView(rev int64) {
-	nv := &view{snap: s.db.NewSnapshot(), rev: rev, refs: 1}
 	s.viewMu.Lock()
 	old := s.view
-	s.view = nv
-	s.unrefLocked(old)
+	s.view = s.newViewLocked(rev)
+	if old != nil {
+		s.unrefLocked(old)
+	}
 	s.viewMu.Unlock()
 }
 
@@ -226,12 +322,21 @@ func (s *Store) Revision() int64 { return s.durableRev.Load() }
 func (s *Store) Stats() storage.Stats {
 	return storage.Stats{
 		Events:          s.events.Load(),
-		Bytes:           int64(s.db.Metrics().DiskSpaceUsage()),
+		Bytes:           s.diskBytes(),
 		Expired:         s.expired.Load(),
 		OldestRevision:  s.oldestRev.Load(),
 		Commits:         s.commits.Load(),
 		CommittedWrites: s.committed.Load(),
 	}
+}
+
+func (s *Store) diskBytes() int64 {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return 0
+	}
+	return int64(s.db.Metrics().DiskSpaceUsage())
 }
 
 // Get implements storage.Interface.
@@ -273,38 +378,32 @@ func (s *Store) Close() error {
 		s.unrefLocked(v)
 	}
 	s.retained = nil
-	s.unrefLocked(s.view)
+	if s.view != nil {
+		s.unrefLocked(s.view)
+	}
 	s.viewMu.Unlock()
-	err := s.db.Close()
+	var err error
+	if s.db != nil {
+		err = s.db.Close()
+	}
 	s.cache.Unref()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
 	if err != nil {
 		return fmt.Errorf("pebblestore: close: %w", err)
 	}
 	return nil
 }
 
-// quietLogger routes pebble's informational logs to debug level.
-type quietLogger struct{ l *slog.Logger }
-
-// Infof logs at debug level.
-func (q quietLogger) Infof(format string, args ...any) {
-	q.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-// Errorf logs at error level.
-func (q quietLogger) Errorf(format string, args ...any) {
-	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-// Fatalf logs at error level and panics, as pebble expects.
-func (q quietLogger) Fatalf(format string, args ...any) {
-	q.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-	panic(fmt.Sprintf(format, args...))
-}
-
 // WrittenBytes is what pebble has written to disk since start: the WAL,
 // flushes and compactions. Per write, it measures the store's I/O work.
 func (s *Store) WrittenBytes() int64 {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return 0
+	}
 	m := s.db.Metrics()
 	t := m.Total()
 	return int64(m.WAL.BytesWritten + t.TableBytesFlushed + t.TableBytesCompacted + t.BlobBytesFlushed + t.BlobBytesCompacted)

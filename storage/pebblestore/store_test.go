@@ -20,6 +20,7 @@ func open(t *testing.T, dir string, o storagetest.Options) storage.Interface {
 		DefaultTTL:       o.DefaultTTL,
 		HistoryMaxEvents: o.HistoryMaxEvents,
 		ExpiryInterval:   o.ExpiryInterval,
+		HistoryWindow:    o.HistoryWindow,
 		RingSize:         256, // small, so lagging watchers read the on-disk log
 		Logger:           slog.New(slog.DiscardHandler),
 	})

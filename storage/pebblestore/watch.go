@@ -24,38 +24,83 @@ type entry struct {
 	// sameSelection: a MODIFIED whose previous state was not logged
 	// because every selector treats it like obj.
 	sameSelection bool
-	// skip, when set, is the "<ns>/<name>" of a create read back from the
-	// log whose object has changed since; the entry carries no object.
+	// skip, when set, is the "<ns>/<name>" of a create read back from a
+	// log written before creates were materialized on overwrite, whose
+	// object has changed since; the entry carries no object.
 	skip string
+	// size is the memory the entry holds for the ring's byte budget: see
+	// entrySize.
+	size int64
+}
+
+// decodedOverhead approximates the memory of a decoded Event beyond its
+// protobuf bytes: the struct with its nested metadata, references and
+// string headers.
+const decodedOverhead = 1 << 10
+
+// entrySize is the memory an entry holding objects whose protobuf sizes
+// are given keeps alive: the bytes, which in a decoded Event are mostly
+// its strings, plus decodedOverhead per object.
+func entrySize(protoSizes ...int) int64 {
+	n := int64(0)
+	for _, p := range protoSizes {
+		n += int64(p) + decodedOverhead
+	}
+	return n
 }
 
 // hub keeps the most recent changes in a ring, in revision order with no
 // gaps (every revision is one change), and wakes watchers when more arrive.
-// Writers never wait for watchers.
+// The ring holds at most len(ring) changes and maxBytes of their objects
+// (by entry.size); older ones are dropped, and watchers that need them read
+// the on-disk log. Writers never wait for watchers.
 type hub struct {
-	mu      sync.RWMutex
-	ring    []entry
-	lastRev int64 // revision of the newest change
-	n       int   // changes in the ring
-	notify  chan struct{}
+	mu       sync.RWMutex
+	ring     []entry
+	maxBytes int64
+	bytes    int64 // sum of the size of the changes in the ring
+	lastRev  int64 // revision of the newest change
+	n        int   // changes in the ring
+	notify   chan struct{}
 }
 
-func newHub(size int, rev int64) *hub {
-	return &hub{ring: make([]entry, size), lastRev: rev, notify: make(chan struct{})}
+func newHub(size int, maxBytes int64, rev int64) *hub {
+	return &hub{ring: make([]entry, size), maxBytes: maxBytes, lastRev: rev, notify: make(chan struct{})}
+}
+
+// dropOldestLocked removes the oldest change from the ring, releasing its
+// objects.
+func (h *hub) dropOldestLocked() {
+	slot := &h.ring[(h.lastRev-int64(h.n)+1)%int64(len(h.ring))]
+	h.bytes -= slot.size
+	*slot = entry{}
+	h.n--
 }
 
 func (h *hub) append(es []entry) {
 	h.mu.Lock()
 	for _, e := range es {
+		if h.n == len(h.ring) {
+			h.dropOldestLocked() // the slot e takes
+		}
 		h.ring[e.rev%int64(len(h.ring))] = e
 		h.lastRev = e.rev
-		if h.n < len(h.ring) {
-			h.n++
+		h.n++
+		h.bytes += e.size
+		for h.n > 0 && h.bytes > h.maxBytes {
+			h.dropOldestLocked()
 		}
 	}
 	close(h.notify)
 	h.notify = make(chan struct{})
 	h.mu.Unlock()
+}
+
+// usage reports the changes and bytes the ring holds.
+func (h *hub) usage() (n int, bytes int64) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.n, h.bytes
 }
 
 // since copies up to max changes from revision from on. inRing is false if
@@ -142,10 +187,11 @@ type watcher struct {
 	once sync.Once
 	ctx  context.Context
 	next int64 // next revision to look at
-	// skipped holds objects whose creation was read back from the log
-	// after they had changed: their next change is delivered as ADDED
-	// (the first state this watch sees of them), or dropped if it is their
-	// deletion. Only watches catching up from the log ever use it.
+	// skipped holds objects whose creation was read back from a log
+	// written by an older version after they had changed: their next
+	// change is delivered as ADDED (the first state this watch sees of
+	// them), or dropped if it is their deletion. Only watches catching up
+	// from such a log ever use it.
 	skipped map[string]bool
 }
 

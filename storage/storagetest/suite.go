@@ -31,6 +31,9 @@ type Options struct {
 	HistoryMaxEvents int64
 	// ExpiryInterval is how often the backend looks for expired events.
 	ExpiryInterval time.Duration
+	// HistoryWindow is how long changes are kept for watches to resume
+	// from and continue tokens stay valid.
+	HistoryWindow time.Duration
 }
 
 // Harness opens the backend under test.
@@ -53,6 +56,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListFieldSelectors", testListFieldSelectors},
 		{"ListLabelSelector", testListLabels},
 		{"ListPagination", testListPagination},
+		{"ListPaginationManyLists", testListPaginationManyLists},
 		{"ListRevisions", testListRevisions},
 		{"WatchFromRevision", testWatchFromRevision},
 		{"WatchInitialEvents", testWatchInitialEvents},
@@ -63,6 +67,7 @@ func Run(t *testing.T, h Harness) {
 		{"WatchProgress", testWatchProgress},
 		{"TTL", testTTL},
 		{"Reopen", testReopen},
+		{"WatchResumeShortLived", testWatchResumeShortLived},
 		{"ConcurrentWrites", testConcurrentWrites},
 	}
 	for _, c := range cases {
@@ -81,7 +86,7 @@ type fixture struct {
 func open(t *testing.T, h Harness, mod func(*Options)) *fixture {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second}
+	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second, HistoryWindow: suiteHistoryWindow}
 	if mod != nil {
 		mod(&opts)
 	}
@@ -435,6 +440,67 @@ func testListPagination(t *testing.T, h Harness) {
 	for _, bad := range []string{"garbage", "eyJ2IjoieCJ9", "!!!"} {
 		if _, err := f.s.List(f.ctx, storage.ListOptions{Continue: bad}); !errors.Is(err, storage.ErrInvalidContinue) {
 			t.Fatalf("continue %q: got %v, want ErrInvalidContinue", bad, err)
+		}
+	}
+}
+
+// suiteHistoryWindow is the history window the suite opens stores with.
+const suiteHistoryWindow = 5 * time.Minute
+
+// testListPaginationManyLists: a continue token stays valid for the
+// history window however many other paginated lists are served
+// meanwhile, each at its own revision, and gets ErrCompacted after it.
+func testListPaginationManyLists(t *testing.T, h Harness) {
+	f := open(t, h, nil)
+	for _, n := range []string{"a", "b", "c"} {
+		f.create(ev("default", n))
+	}
+	// More lists than any small fixed number of retained snapshots, each
+	// at a new revision.
+	const lists = 300
+	type started struct {
+		rev  int64
+		tok  string
+		want []string
+	}
+	var all []started
+	existing := []string{"default/b", "default/c"}
+	for i := 0; i < lists; i++ {
+		res, err := f.s.List(f.ctx, storage.ListOptions{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Continue == "" {
+			t.Fatalf("list %d: no continue token", i)
+		}
+		equal(t, "first page", names(res.Items), []string{"default/a"})
+		all = append(all, started{rev: res.Revision, tok: res.Continue, want: append([]string(nil), existing...)})
+		n := fmt.Sprintf("z%04d", i)
+		f.create(ev("default", n))
+		existing = append(existing, "default/"+n)
+	}
+	f.clock.Step(suiteHistoryWindow / 2)
+	for i, l := range all {
+		res, err := f.s.List(f.ctx, storage.ListOptions{Continue: l.tok})
+		if err != nil {
+			t.Fatalf("list %d of %d, continued within the window: %v", i, lists, err)
+		}
+		if res.Revision != l.rev {
+			t.Fatalf("list %d continued at revision %d, started at %d", i, res.Revision, l.rev)
+		}
+		equal(t, fmt.Sprintf("list %d, second page", i), names(res.Items), l.want)
+	}
+	res, err := f.s.List(f.ctx, storage.ListOptions{Limit: 1})
+	if err != nil || res.Continue == "" {
+		t.Fatalf("list: %v, continue %q", err, res.Continue)
+	}
+	f.create(ev("default", "later"))
+	f.clock.Step(suiteHistoryWindow + time.Second)
+	for _, tok := range []string{res.Continue, all[0].tok, all[lists-1].tok} {
+		_, err := f.s.List(f.ctx, storage.ListOptions{Continue: tok})
+		var expired *storage.ContinueExpiredError
+		if !errors.As(err, &expired) || !errors.Is(err, storage.ErrCompacted) {
+			t.Fatalf("continue after the history window: got %v, want ErrCompacted", err)
 		}
 	}
 }
@@ -855,7 +921,7 @@ func testTTL(t *testing.T, h Harness) {
 
 func testReopen(t *testing.T, h Harness) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second}
+	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second, HistoryWindow: suiteHistoryWindow}
 	dir := t.TempDir()
 	ctx := context.Background()
 	s := h.Open(t, dir, opts)
@@ -906,6 +972,66 @@ func testReopen(t *testing.T, h Harness) {
 			t.Fatalf("create of %s, stored before the restart: got %v, want ErrExists", name, err)
 		}
 	}
+}
+
+// testWatchResumeShortLived: a watch resumed after a restart from an old
+// revision gets every change since, with the state at each revision,
+// including those of objects created, changed and deleted meanwhile, as an
+// etcd watch from that revision does.
+func testWatchResumeShortLived(t *testing.T, h Harness) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second, HistoryWindow: suiteHistoryWindow}
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := h.Open(t, dir, opts)
+	mustCreate := func(e *corev1.Event) {
+		t.Helper()
+		if _, err := s.Create(ctx, e, storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustCreate(ev("default", "before")) // revision 0 would mean "from now on"
+	start := s.Revision()
+	mustCreate(ev("default", "x", func(e *corev1.Event) { e.Message = "x v1" }))
+	mustCreate(ev("default", "y", func(e *corev1.Event) { e.Message = "y v1" }))
+	mustCreate(ev("default", "kept"))
+	if _, err := s.Update(ctx, ev("default", "x", func(e *corev1.Event) { e.Message = "x v2"; e.Count = 2 }), storage.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"x", "y"} {
+		if _, err := s.Delete(ctx, "default", n, storage.Preconditions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = h.Open(t, dir, opts)
+	defer s.Close()
+	w, err := s.Watch(ctx, storage.WatchOptions{Revision: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i, want := range []struct {
+		typ  watch.EventType
+		name string
+		msg  string
+	}{
+		{watch.Added, "x", "x v1"},
+		{watch.Added, "y", "y v1"},
+		{watch.Added, "kept", "started kept"},
+		{watch.Modified, "x", "x v2"},
+		{watch.Deleted, "x", "x v2"},
+		{watch.Deleted, "y", "y v1"},
+	} {
+		e := expect(t, w, want.typ, want.name)
+		if e.Revision != start+int64(i)+1 || rev(t, e.Object) != e.Revision || e.Object.Message != want.msg {
+			t.Fatalf("change %d: %s %s at revision %d (object at %s) with message %q, want revision %d and message %q",
+				i, e.Type, e.Object.Name, e.Revision, e.Object.ResourceVersion, e.Object.Message, start+int64(i)+1, want.msg)
+		}
+	}
+	expectNone(t, w)
 }
 
 func testConcurrentWrites(t *testing.T, h Harness) {

@@ -396,3 +396,41 @@ func TestTTLExpiry(t *testing.T) {
 			fmt.Sprintf("expired %v stored %v", m["eventsd_expired_events_total"], m["eventsd_stored_events"])
 	})
 }
+
+// TestWatchResumeAcrossRestartShortLived: a watch resumed after a restart
+// from a revision before an event was created, updated and deleted gets
+// all three changes, as an etcd watch from that revision does.
+func TestWatchResumeAcrossRestartShortLived(t *testing.T) {
+	t.Parallel()
+	p := eventsdtest.Start(t, eventsdtest.Options{})
+	cs := p.Clientset()
+	const ns = "resume"
+	ctx := cgCtx(t)
+	events := cs.CoreV1().Events(ns)
+	before, err := events.Create(ctx, cgCoreEvent(ns, "before", "pod"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := events.Create(ctx, cgCoreEvent(ns, "short-lived", "pod"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short.Count = 2
+	if _, err := events.Update(ctx, short, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := events.Delete(ctx, "short-lived", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.Stop()
+	p.Restart()
+	w := cgWatch(t)(p.Clientset().CoreV1().Events(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: before.ResourceVersion}))
+	added := cgNextCore(t, w, watch.Added, "short-lived")
+	if added.Count != 1 || added.ResourceVersion != short.ResourceVersion {
+		t.Errorf("ADDED carries count %d at resourceVersion %s, want the created state (count 1 at %s)", added.Count, added.ResourceVersion, short.ResourceVersion)
+	}
+	if mod := cgNextCore(t, w, watch.Modified, "short-lived"); mod.Count != 2 {
+		t.Errorf("MODIFIED carries count %d, want 2", mod.Count)
+	}
+	cgNextCore(t, w, watch.Deleted, "short-lived")
+}
