@@ -124,7 +124,9 @@ func Run(ctx context.Context, o Options, stderr io.Writer) error {
 		p = pleg.NewGeneric(rt, pleg.GenericConfig{Metrics: pm, Logger: &plegLog})
 	}
 
-	b := events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: client.EventsV1()},
+	sinkLog := log.WithName("sink")
+	sink := newReportingSink(&clientevents.EventSinkImpl{Interface: client.EventsV1()}, sinkConfig{Logger: &sinkLog})
+	b := events.NewBroadcaster(sink,
 		events.WithHostname(o.NodeName), events.WithLogger(log.WithName("events")), events.WithMetrics(reg),
 		events.WithShutdownTimeout(o.ShutdownTimeout))
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -216,4 +217,38 @@ func eventuallyE2E(t *testing.T, cond func() bool, what string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestNodeagentLogsFailingWrites: with an API server that refuses every
+// write (503), nodeagent says so in its log while it runs, as soon as the
+// first event fails to be written, not when it stops.
+func TestNodeagentLogsFailingWrites(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the events store is down","reason":"ServiceUnavailable","code":503}`)
+	}))
+	defer api.Close()
+	rt := fakecri.New(fakecri.Options{})
+	defer rt.Close()
+	endpoint, stopCRI, err := rt.Listen("unix://" + filepath.Join(t.TempDir(), "cri.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopCRI()
+	a := startAgent(t, endpoint, api.URL)
+	eventuallyE2E(t, func() bool { return scrape(t, a.metrics+"/metrics")["kubelet_evented_pleg_in_use"] == 1 }, "the agent following the stream")
+
+	sb := rt.RunPodSandbox("uid-web", "default", "web", 0)
+	if err := rt.StartContainer(rt.CreateContainer(sb, "app", 0)); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyE2E(t, func() bool {
+		return strings.Contains(a.logs.String(), "Writing an event to the API server failed") &&
+			strings.Contains(a.logs.String(), "the events store is down")
+	}, "a log line about the failing write while the agent runs")
+	if strings.Contains(a.logs.String(), "Event dropped") {
+		t.Errorf("the write was already dropped: the line came late\n%s", a.logs.String())
+	}
+	t.Logf("%s", a.logs.String())
 }
