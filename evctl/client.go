@@ -1,6 +1,7 @@
 package evctl
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,12 +11,18 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
+// defaultRequestTimeout is --request-timeout's default: "0", no timeout,
+// as kubectl's.
+const defaultRequestTimeout = "0"
+
 // connFlags are kubectl's connection flags.
 type connFlags struct {
 	kubeconfig, context, namespace, server, token string
 	insecure                                      bool
 	allNamespaces                                 bool
-	timeout                                       time.Duration
+	// timeout is --request-timeout as given: kubectl's syntax (a duration
+	// with its unit, or whole seconds), parsed by clientcmd.
+	timeout string
 }
 
 func (c *connFlags) add(f *pflag.FlagSet) {
@@ -26,15 +33,31 @@ func (c *connFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&c.server, "server", "", "The API server's URL, instead of the kubeconfig's.")
 	f.StringVar(&c.token, "token", "", "A bearer token for the API server.")
 	f.BoolVar(&c.insecure, "insecure-skip-tls-verify", false, "Do not verify the server's certificate.")
-	f.DurationVar(&c.timeout, "request-timeout", 30*time.Second, "How long to wait for each request (not for watches).")
+	f.StringVar(&c.timeout, "request-timeout", defaultRequestTimeout,
+		"How long to wait for the answer to each request before giving up (e.g. 1s, 2m; a bare number is seconds; 0 waits forever). "+
+			"A watch is bounded only until the server starts streaming: once live, it is never cut.")
 }
 
-// client builds a clientset and the namespace to use, as kubectl does:
+// clients are the clientsets of one evctl run.
+type clients struct {
+	// cs makes every request but watches; each is bounded by timeout.
+	cs kubernetes.Interface
+	// watch makes the watches: no overall timeout (a live watch runs
+	// for as long as the user wants); the querier bounds only their
+	// start by timeout.
+	watch kubernetes.Interface
+	// timeout is --request-timeout, parsed; 0 means none.
+	timeout time.Duration
+	// ns is the namespace of -n, else of the context, else default.
+	ns string
+}
+
+// client builds the clientsets and the namespace to use, as kubectl does:
 // the kubeconfig (with its loading rules), overridden by the flags.
-func (c *connFlags) client() (kubernetes.Interface, string, error) {
+func (c *connFlags) client() (*clients, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = c.kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.context}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: c.context, Timeout: c.timeout}
 	if c.server != "" {
 		overrides.ClusterInfo = clientcmdapi.Cluster{Server: c.server, InsecureSkipTLSVerify: c.insecure}
 	} else if c.insecure {
@@ -43,10 +66,13 @@ func (c *connFlags) client() (kubernetes.Interface, string, error) {
 	if c.token != "" {
 		overrides.AuthInfo.Token = c.token
 	}
+	if _, err := clientcmd.ParseTimeout(c.timeout); err != nil {
+		return nil, fmt.Errorf("--request-timeout=%q: %w", c.timeout, err)
+	}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("no server to talk to: %w (give --server or a kubeconfig)", err)
+		return nil, fmt.Errorf("no server to talk to: %w (give --server or a kubeconfig)", err)
 	}
 	ns := c.namespace
 	if ns == "" {
@@ -58,7 +84,46 @@ func (c *connFlags) client() (kubernetes.Interface, string, error) {
 	cfg.UserAgent = "evctl"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return cs, ns, nil
+	wcfg := *cfg
+	wcfg.Timeout = 0
+	wcs, err := kubernetes.NewForConfig(&wcfg)
+	if err != nil {
+		return nil, err
+	}
+	return &clients{cs: cs, watch: wcs, timeout: cfg.Timeout, ns: ns}, nil
+}
+
+// errRequestTimeout is the cause of a request given up after
+// --request-timeout.
+var errRequestTimeout = errors.New("request timed out")
+
+// timeoutError says that the server did not answer within --request-timeout.
+type timeoutError struct {
+	timeout time.Duration
+	err     error
+}
+
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("the server did not answer within --request-timeout=%s: %v", e.timeout, e.err)
+}
+
+func (e *timeoutError) Unwrap() error { return e.err }
+
+// explainTimeout names --request-timeout in err when err is a request that
+// ran out of it, so that the user knows what gave up and what to change.
+func explainTimeout(err error, timeout time.Duration) error {
+	if err == nil || timeout <= 0 {
+		return err
+	}
+	var te *timeoutError
+	if errors.As(err, &te) {
+		return err
+	}
+	var ne interface{ Timeout() bool }
+	if errors.Is(err, errRequestTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &timeoutError{timeout: timeout, err: err}
+	}
+	return err
 }

@@ -11,6 +11,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // filterFlags are the selection flags of get and watch.
@@ -62,6 +63,8 @@ type env struct {
 	output      string
 	out, errOut io.Writer
 	now         func() time.Time
+	// timeout is --request-timeout, parsed, once setup has run.
+	timeout time.Duration
 }
 
 // NewCommand returns the evctl command writing to out and errOut.
@@ -97,12 +100,13 @@ func (e *env) setup(ff *filterFlags) (q *querier, f filter, listNS, ns string, e
 	if f, err = ff.filter(e.now); err != nil {
 		return
 	}
-	cs, ns, err := e.conn.client()
+	c, err := e.conn.client()
 	if err != nil {
 		return
 	}
+	ns, e.timeout = c.ns, c.timeout
 	if ff.forArg != "" {
-		t, err := resolveTarget(cs, ff.forArg, ns)
+		t, err := resolveTarget(c.cs, ff.forArg, ns)
 		if err != nil {
 			return nil, f, "", "", err
 		}
@@ -112,7 +116,15 @@ func (e *env) setup(ff *filterFlags) (q *querier, f filter, listNS, ns string, e
 	if e.conn.allNamespaces || (f.target != nil && !f.target.namespaced) {
 		listNS = metav1.NamespaceAll
 	}
-	return &querier{cs: cs}, f, listNS, ns, nil
+	return &querier{cs: c.cs, watchCS: c.watch, timeout: c.timeout, clock: clock.RealClock{}}, f, listNS, ns, nil
+}
+
+// runE wraps a command's RunE so that a request that ran out of
+// --request-timeout says so.
+func (e *env) runE(run func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		return explainTimeout(run(cmd, args), e.timeout)
+	}
 }
 
 func (e *env) printer(allNamespaces bool) *printer {
@@ -133,7 +145,7 @@ func (e *env) getCommand() *cobra.Command {
 		Use:   "get",
 		Short: "List events, kubectl style, with series and filters kubectl lacks",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: e.runE(func(cmd *cobra.Command, _ []string) error {
 			q, f, ns, _, err := e.setup(ff)
 			if err != nil {
 				return err
@@ -148,7 +160,7 @@ func (e *env) getCommand() *cobra.Command {
 				return nil
 			}
 			return e.printer(ns == "").table(rows)
-		},
+		}),
 	}
 	ff.add(cmd)
 	return cmd
@@ -160,7 +172,7 @@ func (e *env) watchCommand() *cobra.Command {
 		Use:   "watch",
 		Short: "Print the matching events, then every change as it happens; survives disconnects",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: e.runE(func(cmd *cobra.Command, _ []string) error {
 			q, f, ns, _, err := e.setup(ff)
 			if err != nil {
 				return err
@@ -184,7 +196,7 @@ func (e *env) watchCommand() *cobra.Command {
 				return err
 			}
 			return fw.run(cmd.Context(), rv)
-		},
+		}),
 	}
 	ff.add(cmd)
 	return cmd
@@ -196,7 +208,7 @@ func (e *env) timelineCommand() *cobra.Command {
 		Use:   "timeline KIND/NAME",
 		Short: "Everything that happened to an object, as regarding or related object, in time order",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: e.runE(func(cmd *cobra.Command, args []string) error {
 			q, _, _, ns, err := e.setup(&filterFlags{})
 			if err != nil {
 				return err
@@ -238,7 +250,7 @@ func (e *env) timelineCommand() *cobra.Command {
 				return err
 			}
 			return fw.run(cmd.Context(), rv)
-		},
+		}),
 	}
 	cmd.Flags().BoolVarP(&follow, "watch", "w", false, "Keep the timeline live: print every new or changed event as it happens.")
 	return cmd

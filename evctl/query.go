@@ -2,6 +2,7 @@ package evctl
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -9,7 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/kubevents/kubevents/internal/pager"
 )
@@ -97,6 +100,11 @@ func controllerOf(ev *eventsv1.Event) string {
 // server turns out to accept them.
 type querier struct {
 	cs kubernetes.Interface
+	// watchCS opens watches: its requests have no overall timeout.
+	watchCS kubernetes.Interface
+	// timeout bounds how long a watch may take to start (0: forever).
+	timeout time.Duration
+	clock   clock.WithDelayedExecution
 	// noExt is set once the server has refused an extension selector;
 	// until then the extensions are tried.
 	noExt bool
@@ -159,6 +167,43 @@ func keep(items []eventsv1.Event, ok func(*row) bool) []*row {
 		}
 	}
 	return out
+}
+
+// watch opens a watch of the events in ns. Its start, until the server
+// answers with the stream's headers, is bounded by q.timeout (a server that
+// accepts the connection and never answers is given up on, as any other
+// request); once started, the watch lives until ctx ends or it is stopped.
+func (q *querier) watch(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+	if q.timeout <= 0 {
+		return q.watchCS.EventsV1().Events(ns).Watch(ctx, opts)
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	timer := q.clock.AfterFunc(q.timeout, func() { cancel(errRequestTimeout) })
+	w, err := q.watchCS.EventsV1().Events(ns).Watch(wctx, opts)
+	if !timer.Stop() {
+		// Too late, whatever the answer: the stream's context is done.
+		if w != nil {
+			w.Stop()
+		}
+		cancel(nil)
+		return nil, &timeoutError{timeout: q.timeout, err: fmt.Errorf("starting a watch: %w", errRequestTimeout)}
+	}
+	if err != nil {
+		cancel(nil)
+		return nil, err
+	}
+	return &cancelingWatch{Interface: w, cancel: func() { cancel(nil) }}, nil
+}
+
+// cancelingWatch releases its context when stopped.
+type cancelingWatch struct {
+	watch.Interface
+	cancel func()
+}
+
+func (w *cancelingWatch) Stop() {
+	w.Interface.Stop()
+	w.cancel()
 }
 
 // involvement says how an event concerns t: as its regarding object, as

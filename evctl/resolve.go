@@ -28,16 +28,26 @@ func resolveTarget(cs kubernetes.Interface, arg, ns string) (target, error) {
 		return target{}, fmt.Errorf("%q is not KIND/NAME (for example pod/web-1)", arg)
 	}
 	disc := memory.NewMemCacheClient(cs.Discovery())
+	// Read discovery once up front: the mapper would retry a failing
+	// discovery and then report the kind as unknown.
+	if _, err := disc.ServerGroups(); err != nil {
+		return target{}, fmt.Errorf("reading the server's discovery to look up %q: %w", kindArg, err)
+	}
 	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(disc), disc, nil)
 	gr := schema.ParseGroupResource(kindArg)
 	gvk, err := mapper.KindFor(gr.WithVersion(""))
 	if err != nil {
 		// It may be a kind rather than a resource: Pod, Deployment.apps.
 		gk := schema.ParseGroupKind(kindArg)
-		if m, err2 := mapper.RESTMapping(gk); err2 == nil {
+		m, err2 := mapper.RESTMapping(gk)
+		switch {
+		case err2 == nil:
 			gvk = m.GroupVersionKind
-		} else {
+		case meta.IsNoMatchError(err) && meta.IsNoMatchError(err2):
 			return target{}, fmt.Errorf("the server doesn't have a resource type %q", kindArg)
+		default:
+			// Discovery itself failed (unreachable, timed out, refused).
+			return target{}, fmt.Errorf("looking up %q in the server's discovery: %w", kindArg, err2)
 		}
 	}
 	t := target{kind: gvk.Kind, apiVersion: gvk.GroupVersion().String(), name: name, namespaced: true}

@@ -74,7 +74,7 @@ func (f *follower) fresh(rows []*row) []*row {
 func (f *follower) run(ctx context.Context, rv string) error {
 	delay := reconnectInitial
 	for ctx.Err() == nil {
-		w, err := f.q.cs.EventsV1().Events(f.ns).Watch(ctx, metav1.ListOptions{
+		w, err := f.q.watch(ctx, f.ns, metav1.ListOptions{
 			FieldSelector: f.selector(), ResourceVersion: rv, AllowWatchBookmarks: true})
 		if err == nil {
 			var progressed bool

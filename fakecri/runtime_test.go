@@ -3,6 +3,7 @@ package fakecri
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -431,4 +432,54 @@ func TestListen(t *testing.T) {
 	if _, _, err := r.Listen("http://x"); err == nil {
 		t.Error("Listen accepted http://")
 	}
+}
+
+// TestListenRefusesSocketInUse: a second runtime on the socket of one that
+// serves is refused with an error saying so, and the first keeps serving
+// on it.
+func TestListenRefusesSocketInUse(t *testing.T) {
+	first, _ := newRuntime(t, Options{})
+	second, _ := newRuntime(t, Options{})
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	addr, stop, err := first.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	first.RunPodSandbox("p1", "default", "web", 0)
+	for _, ep := range []string{sock, "unix://" + sock} {
+		if _, _, err := second.Listen(ep); err == nil || !strings.Contains(err.Error(), "another process is serving on "+sock) {
+			t.Fatalf("second Listen(%s) = %v, want it refused", ep, err)
+		}
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := runtimeapi.NewRuntimeServiceClient(conn).ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil || len(resp.Items) != 1 {
+		t.Fatalf("the first runtime after the refused takeover: %v, %v", resp, err)
+	}
+}
+
+// TestListenRemovesStaleSocket: the socket file of a runtime that died
+// without removing it is replaced.
+func TestListenRemovesStaleSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("no stale socket to test with: %v", err)
+	}
+	r, _ := newRuntime(t, Options{})
+	_, stop, err := r.Listen(sock)
+	if err != nil {
+		t.Fatalf("Listen over a stale socket: %v", err)
+	}
+	stop()
 }

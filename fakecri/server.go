@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -455,7 +457,8 @@ func (r *Runtime) serve(lis net.Listener) (*serving, error) {
 
 // Listen serves the runtime's RuntimeService on endpoint:
 // "unix:///path/to.sock" (a stale socket file at the path is removed
-// first), a bare absolute path (same), or "tcp://host:port" (port 0 picks
+// first; a socket another process still serves on is an error), a bare
+// absolute path (same), or "tcp://host:port" (port 0 picks
 // a free one). It returns the address as a gRPC dial target
 // ("unix:///path/to.sock" or "host:port") and a function that stops the
 // server, ending its streams; Close also stops it.
@@ -467,10 +470,8 @@ func (r *Runtime) Listen(endpoint string) (addr string, stop func(), err error) 
 		if path == "" {
 			return "", nil, fmt.Errorf("listen %q: empty socket path", endpoint)
 		}
-		if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
-			if err := os.Remove(path); err != nil {
-				return "", nil, fmt.Errorf("removing stale socket: %w", err)
-			}
+		if err := removeStaleSocket(path); err != nil {
+			return "", nil, fmt.Errorf("listen %q: %w", endpoint, err)
 		}
 		lis, err = net.Listen("unix", path)
 		if err != nil {
@@ -492,6 +493,45 @@ func (r *Runtime) Listen(endpoint string) (addr string, stop func(), err error) 
 	}
 	r.log.Info("serving CRI RuntimeService", "endpoint", addr)
 	return addr, s.stop, nil
+}
+
+// socketProbeTimeout bounds the connection attempt that tells a socket in
+// use from a stale one: a live server accepts at once, a stale socket
+// refuses at once; only a server too busy to accept takes longer, and it
+// is in use too.
+const socketProbeTimeout = 2 * time.Second
+
+// removeStaleSocket removes the socket file at path if nothing listens on
+// it any more (a runtime that died without removing it), and refuses to
+// take the path over from a process that still serves on it: removing
+// that process's socket would leave it running unreachable and its
+// clients talking to us. Anything but a socket is left alone (net.Listen
+// then fails on it).
+func removeStaleSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSocket == 0 {
+		return nil
+	}
+	c, err := net.DialTimeout("unix", path, socketProbeTimeout)
+	switch {
+	case err == nil:
+		c.Close()
+		return fmt.Errorf("another process is serving on %s: stop it first, or listen on another path", path)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		// Stale: nobody listens.
+	case errors.Is(err, os.ErrNotExist):
+		return nil // gone meanwhile
+	default:
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return fmt.Errorf("%s is in use: a process listens on it but did not accept a connection within %v", path, socketProbeTimeout)
+		}
+		return fmt.Errorf("cannot tell whether %s is in use: %w", path, err)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("removing stale socket: %w", err)
+	}
+	return nil
 }
 
 // Dial returns a client connection to the runtime over an in-process

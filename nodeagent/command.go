@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,8 +20,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	clientevents "k8s.io/client-go/tools/events"
 
 	"github.com/kubevents/kubevents/events"
@@ -71,8 +68,8 @@ keeps failing. Repeats become event series, not a flood.`,
 	}
 	host, _ := os.Hostname()
 	f := cmd.Flags()
-	f.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "", "The CRI runtime's endpoint, unix:///path/to.sock (required).")
-	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig of the API server to record events to.")
+	f.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "", "The CRI runtime's endpoint: unix:///path/to.sock, or the socket's path (required).")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig of the API server to record events to (default: $KUBECONFIG, else ~/.kube/config).")
 	f.StringVar(&o.Server, "server", "", "URL of the API server to record events to (overrides the kubeconfig's).")
 	f.StringVar(&o.NodeName, "node-name", host, "Node name, in the events' reporting instance.")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "127.0.0.1:9470", "Address serving /metrics and /healthz; empty to serve none.")
@@ -90,8 +87,9 @@ func Run(ctx context.Context, o Options, stderr io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := logr.FromSlogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if !strings.HasPrefix(o.RuntimeEndpoint, "unix://") || len(o.RuntimeEndpoint) <= len("unix://") {
-		return fmt.Errorf("--runtime-endpoint %q: want unix:///path/to.sock", o.RuntimeEndpoint)
+	target, err := criTarget(o.RuntimeEndpoint)
+	if err != nil {
+		return err
 	}
 	if o.PLEG != "evented" && o.PLEG != "generic" {
 		return fmt.Errorf("--pleg %q: want evented or generic", o.PLEG)
@@ -104,9 +102,9 @@ func Run(ctx context.Context, o Options, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("API server client: %w", err)
 	}
-	conn, err := grpc.NewClient(o.RuntimeEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return fmt.Errorf("CRI client for %s: %w", o.RuntimeEndpoint, err)
+		return fmt.Errorf("CRI client for %s: %w", target, err)
 	}
 	defer conn.Close()
 
@@ -128,7 +126,9 @@ func Run(ctx context.Context, o Options, stderr io.Writer) error {
 		p = pleg.NewGeneric(rt, pleg.GenericConfig{Metrics: pm, Logger: &plegLog})
 	}
 
-	b := events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: client.EventsV1()},
+	sinkLog := log.WithName("sink")
+	sink := newReportingSink(&clientevents.EventSinkImpl{Interface: client.EventsV1()}, sinkConfig{Logger: &sinkLog})
+	b := events.NewBroadcaster(sink,
 		events.WithHostname(o.NodeName), events.WithLogger(log.WithName("events")), events.WithMetrics(reg),
 		events.WithShutdownTimeout(o.ShutdownTimeout), events.WithLiveSeriesCounts(o.LiveSeriesCounts))
 	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
@@ -167,25 +167,11 @@ func Run(ctx context.Context, o Options, stderr io.Writer) error {
 		o.Ready("")
 	}
 
-	log.Info("Recording pod lifecycle events", "runtime", o.RuntimeEndpoint, "apiServer", restCfg.Host,
+	log.Info("Recording pod lifecycle events", "runtime", target, "apiServer", restCfg.Host,
 		"pleg", o.PLEG, "metrics", o.MetricsAddr, "node", o.NodeName)
 	p.Start()
 	agent.Run(ctx)
 	p.Stop()
 	log.Info("Stopping; writing pending event counts")
 	return nil
-}
-
-func restConfig(o Options) (*rest.Config, error) {
-	if o.Kubeconfig == "" && o.Server == "" {
-		return nil, errors.New("one of --kubeconfig or --server is required")
-	}
-	if o.Kubeconfig == "" {
-		return &rest.Config{Host: o.Server}, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags(o.Server, o.Kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
-	}
-	return cfg, nil
 }

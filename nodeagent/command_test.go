@@ -12,9 +12,8 @@ func TestCommandRejectsBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--server", "http://127.0.0.1:1"}, `--runtime-endpoint "": want unix:///path/to.sock`},
-		{[]string{"--runtime-endpoint", "/run/x.sock", "--server", "http://127.0.0.1:1"}, `--runtime-endpoint "/run/x.sock": want unix:///path/to.sock`},
-		{[]string{"--runtime-endpoint", "unix:///run/x.sock"}, "one of --kubeconfig or --server is required"},
+		{[]string{"--server", "http://127.0.0.1:1"}, `--runtime-endpoint is required: unix:///path/to.sock or /path/to.sock`},
+		{[]string{"--runtime-endpoint", "tcp://127.0.0.1:1", "--server", "http://127.0.0.1:1"}, `--runtime-endpoint "tcp://127.0.0.1:1": want unix:///path/to.sock or /path/to.sock`},
 		{[]string{"--runtime-endpoint", "unix:///run/x.sock", "--server", "http://127.0.0.1:1", "--pleg", "fast"}, `--pleg "fast": want evented or generic`},
 		{[]string{"--runtime-endpoint", "unix:///run/x.sock", "--server", "http://127.0.0.1:1", "--log-level", "loud"}, "--log-level"},
 		{[]string{"--runtime-endpoint", "unix:///run/x.sock", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},

@@ -69,7 +69,7 @@ SIGTERM. See the fakecri package documentation for the script language.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.listen, "listen", "unix:///tmp/fakecri.sock", "Endpoint to serve on: unix:///path or tcp://host:port.")
+	f.StringVar(&o.listen, "listen", "unix:///tmp/fakecri.sock", "Endpoint to serve on: unix:///path, a socket path, or tcp://host:port. A stale socket file is replaced; one another process serves on is an error.")
 	f.StringVar(&o.scenario, "scenario", "", "Built-in scenario to run: steady, crashloop or churn; empty for none.")
 	f.StringVar(&o.script, "script", "", "Script file to run (see the fakecri package documentation), alongside --scenario.")
 	f.StringVar(&o.mode, "mode", "block", "Event buffering: block (containerd 2.x), drop (containerd 1.7) or broadcast (CRI-O).")

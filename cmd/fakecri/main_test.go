@@ -113,3 +113,37 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondInstanceRefused: a second fakecri on the socket of a running
+// one exits with an error instead of taking the socket over.
+func TestSecondInstanceRefused(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	first := newCommand()
+	var logs syncbuf.Buffer
+	first.SetOut(&logs)
+	first.SetErr(&logs)
+	first.SetArgs([]string{"--listen", sock})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- first.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("first fakecri: %v", err)
+		}
+	}()
+	eventually(t, "the first fakecri serving", func() bool { return strings.Contains(logs.String(), "fakecri serving") })
+
+	second := newCommand()
+	var out syncbuf.Buffer
+	second.SetOut(&out)
+	second.SetErr(&out)
+	second.SetArgs([]string{"--listen", "unix://" + sock})
+	err := second.ExecuteContext(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "another process is serving on "+sock) {
+		t.Fatalf("second fakecri: %v, want it refused", err)
+	}
+	if _, err := os.Stat(sock); err != nil {
+		t.Errorf("the first fakecri's socket is gone: %v", err)
+	}
+}

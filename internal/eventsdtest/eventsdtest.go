@@ -295,7 +295,11 @@ var (
 
 // KubectlEnv names the environment variable that overrides which kubectl
 // the tests use: a path, or "build" to build it from the k8s.io/kubectl
-// module even when one is on PATH (to test that path).
+// module even when one is on PATH (to test that path). Unset, the tests
+// use the kubectl on PATH, else build one. A built kubectl is kept under
+// the user's cache directory (os.UserCacheDir()/kubevents/kubectl-KEY,
+// KEY a hash of tools/kubectl and the toolchain) and reused by later runs;
+// a build for another key is removed when a new one is made.
 const KubectlEnv = "KUBEVENTS_TEST_KUBECTL"
 
 // Kubectl returns a kubectl binary: the one on PATH or, when there is
@@ -321,17 +325,20 @@ func findKubectl() {
 			kubectlPath = p
 			return
 		}
-		dir, err := os.MkdirTemp("", "kubectl-bin-")
+		src := filepath.Join(repoRoot(), "tools", "kubectl")
+		key, err := kubectlKey(src)
 		if err != nil {
 			kubectlErr = err
 			return
 		}
-		kubectlPath = filepath.Join(dir, "kubectl")
-		cmd := exec.Command(goTool(), "build", "-o", kubectlPath, ".")
-		cmd.Dir = filepath.Join(repoRoot(), "tools", "kubectl")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			kubectlErr = fmt.Errorf("no kubectl on PATH, and building it from k8s.io/kubectl failed: %v\n%s", err, out)
-		}
+		kubectlPath, kubectlErr = cachedBuild(kubectlCacheRoot(), key, "kubectl", func(out string) error {
+			cmd := exec.Command(goTool(), "build", "-o", out, ".")
+			cmd.Dir = src
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("no kubectl on PATH, and building it from k8s.io/kubectl failed: %w\n%s", err, out)
+			}
+			return nil
+		})
 	})
 }
 

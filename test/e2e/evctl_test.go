@@ -149,6 +149,12 @@ func TestEvctl(t *testing.T) {
 		if out != "" || !strings.Contains(errOut, "No events found in default namespace.") {
 			t.Errorf("ext=%v empty get: %q %q", ext, out, errOut)
 		}
+		var unknownOut, unknownErr bytes.Buffer
+		unknown := evctl.NewCommand(&unknownOut, &unknownErr)
+		unknown.SetArgs([]string{"--server", url, "--request-timeout=10s", "get", "--for", "gadget/g-1"})
+		if err := unknown.ExecuteContext(context.Background()); err == nil || err.Error() != `the server doesn't have a resource type "gadget"` {
+			t.Errorf("ext=%v get --for gadget/g-1: %v, want kubectl's message for an unknown kind", ext, err)
+		}
 		out, _ = evctlRun(t, url, "get", "-A", "-o", "json")
 		var l eventsv1.EventList
 		if err := json.Unmarshal([]byte(out), &l); err != nil || len(l.Items) != 3 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -215,5 +216,90 @@ func eventuallyE2E(t *testing.T, cond func() bool, what string) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestNodeagentLogsFailingWrites: with an API server that refuses every
+// write (503), nodeagent says so in its log while it runs, as soon as the
+// first event fails to be written, not when it stops.
+func TestNodeagentLogsFailingWrites(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the events store is down","reason":"ServiceUnavailable","code":503}`)
+	}))
+	defer api.Close()
+	rt := fakecri.New(fakecri.Options{})
+	defer rt.Close()
+	endpoint, stopCRI, err := rt.Listen("unix://" + filepath.Join(t.TempDir(), "cri.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopCRI()
+	a := startAgent(t, endpoint, api.URL)
+	eventuallyE2E(t, func() bool { return scrape(t, a.metrics+"/metrics")["kubelet_evented_pleg_in_use"] == 1 }, "the agent following the stream")
+
+	sb := rt.RunPodSandbox("uid-web", "default", "web", 0)
+	if err := rt.StartContainer(rt.CreateContainer(sb, "app", 0)); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyE2E(t, func() bool {
+		return strings.Contains(a.logs.String(), "Writing an event to the API server failed") &&
+			strings.Contains(a.logs.String(), "the events store is down")
+	}, "a log line about the failing write while the agent runs")
+	if strings.Contains(a.logs.String(), "Event dropped") {
+		t.Errorf("the write was already dropped: the line came late\n%s", a.logs.String())
+	}
+	t.Logf("%s", a.logs.String())
+}
+
+// TestNodeagentAsUsersStartIt: nodeagent started as a user would after
+// fakecri, with the socket's bare path (what fakecri --listen takes) and
+// neither --server nor --kubeconfig (the kubeconfig from $KUBECONFIG, as
+// kubectl finds it), records the container's start to that server.
+func TestNodeagentAsUsersStartIt(t *testing.T) {
+	srv := eventsdtest.Start(t, eventsdtest.Options{})
+	t.Setenv("KUBECONFIG", srv.Kubeconfig())
+	rt := fakecri.New(fakecri.Options{})
+	defer rt.Close()
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	if _, stopCRI, err := rt.Listen(sock); err != nil {
+		t.Fatal(err)
+	} else {
+		defer stopCRI()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncbuf.Buffer{}
+	done := make(chan error, 1)
+	ready := make(chan string, 1)
+	go func() {
+		done <- nodeagent.Run(ctx, nodeagent.Options{RuntimeEndpoint: sock, NodeName: "node-1", MetricsAddr: "127.0.0.1:0",
+			PLEG: "evented", LogLevel: "info", ShutdownTimeout: 10 * time.Second, Ready: func(addr string) { ready <- addr }}, logs)
+	}()
+	var metrics string
+	select {
+	case addr := <-ready:
+		metrics = "http://" + addr
+	case err := <-done:
+		cancel()
+		t.Fatalf("nodeagent: %v\n%s", err, logs.String())
+	}
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("nodeagent: %v", err)
+		}
+	}()
+	eventuallyE2E(t, func() bool { return scrape(t, metrics+"/metrics")["kubelet_evented_pleg_in_use"] == 1 }, "the agent following the stream")
+	sb := rt.RunPodSandbox("uid-web", "default", "web", 0)
+	if err := rt.StartContainer(rt.CreateContainer(sb, "app", 0)); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyE2E(t, func() bool {
+		l, err := srv.Clientset().EventsV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Started"})
+		return err == nil && len(l.Items) == 1 && l.Items[0].Regarding.Name == "web"
+	}, "the Started event on the kubeconfig's server")
+	if !strings.Contains(logs.String(), "runtime=unix://"+sock) {
+		t.Errorf("log does not name the socket as unix://%s:\n%s", sock, logs.String())
 	}
 }
