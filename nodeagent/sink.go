@@ -2,15 +2,18 @@ package nodeagent
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientevents "k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/kubevents/kubevents/events"
 	"github.com/kubevents/kubevents/internal/ratelog"
 )
 
@@ -59,7 +62,13 @@ type reportingSink struct {
 	failing int
 }
 
-var _ clientevents.EventSink = (*reportingSink)(nil)
+var (
+	_ clientevents.EventSink = (*reportingSink)(nil)
+	// The recorder resumes the series an earlier agent on this node left
+	// (ongoing, or unknown after its Shutdown) only through a sink that
+	// can list.
+	_ events.Lister = (*reportingSink)(nil)
+)
 
 func newReportingSink(sink clientevents.EventSink, cfg sinkConfig) *reportingSink {
 	if cfg.Clock == nil {
@@ -88,6 +97,19 @@ func (s *reportingSink) Create(ctx context.Context, ev *eventsv1.Event) (*events
 	// was lost, or a name taken): the server answered.
 	s.observe("create", ev, err, apierrors.IsAlreadyExists(err))
 	return out, err
+}
+
+// List implements events.Lister over the wrapped sink's client (an
+// *EventSinkImpl, or a sink that lists itself); a sink that cannot list
+// answers an error, and the recorder then starts its series afresh.
+func (s *reportingSink) List(ctx context.Context, opts metav1.ListOptions) (*eventsv1.EventList, error) {
+	switch inner := s.sink.(type) {
+	case events.Lister:
+		return inner.List(ctx, opts)
+	case *clientevents.EventSinkImpl:
+		return inner.Interface.Events(metav1.NamespaceAll).List(ctx, opts)
+	}
+	return nil, fmt.Errorf("event sink %T cannot list events", s.sink)
 }
 
 // Update implements clientevents.EventSink.

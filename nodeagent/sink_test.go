@@ -9,12 +9,17 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	clientevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubevents/kubevents/events"
 	"github.com/kubevents/kubevents/internal/syncbuf"
 )
 
@@ -151,5 +156,40 @@ func TestReportingSinkWriteTimeout(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "context deadline exceeded") {
 		t.Errorf("log: %q", buf.String())
+	}
+}
+
+// TestReportingSinkResumes: the agent's sink lists, so a recorder over it
+// continues the series an earlier agent on the node left unknown at its
+// Shutdown instead of starting a second event for the same key.
+func TestReportingSinkResumes(t *testing.T) {
+	now := time.Now()
+	earlier := &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Name: "crash.1", Namespace: "default", Annotations: map[string]string{events.SeriesStateAnnotation: events.SeriesUnknown}},
+		EventTime:           metav1.NewMicroTime(now.Add(-time.Minute)),
+		Series:              &eventsv1.EventSeries{Count: 5, LastObservedTime: metav1.NewMicroTime(now.Add(-30 * time.Second))},
+		ReportingController: ReportingController, ReportingInstance: ReportingController + "-node-1",
+		Action: "StartContainer", Reason: "Started", Type: corev1.EventTypeNormal, Note: "Started container app",
+		Regarding: corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: "crash", UID: "uid-crash", FieldPath: "spec.containers{app}"},
+	}
+	cs := fake.NewClientset(earlier)
+	sink := newReportingSink(&clientevents.EventSinkImpl{Interface: cs.EventsV1()}, sinkConfig{})
+	b := events.NewBroadcaster(sink, events.WithHostname("node-1"), events.WithClock(clocktesting.NewFakeClock(now)))
+	if err := b.StartRecordingToSinkWithContext(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rec := b.NewRecorder(scheme.Scheme, ReportingController)
+	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: "crash", UID: "uid-crash", FieldPath: "spec.containers{app}"}
+	rec.Eventf(ref, nil, corev1.EventTypeNormal, "Started", "StartContainer", "Started container app")
+	b.Shutdown()
+	list, err := cs.EventsV1().Events("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("%d events stored, want the earlier one continued: %+v", len(list.Items), list.Items)
+	}
+	if got := list.Items[0].Series; got == nil || got.Count != 6 {
+		t.Errorf("series %+v, want the earlier count 5 plus this occurrence", got)
 	}
 }
