@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	jsonpatchv5 "github.com/evanphx/json-patch/v5"
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -479,12 +480,24 @@ func (w *warningWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// maxJSONPatchOperations is kube-apiserver's bound on JSON patch length.
-const maxJSONPatchOperations = 10000
+// Bounds on what one JSON patch may cost, as kube-apiserver's.
+const (
+	// maxJSONPatchOperations is kube-apiserver's bound on JSON patch
+	// length; longer patches get 413.
+	maxJSONPatchOperations = 10000
+	// maxJSONPatchCopyBytes bounds the bytes that a JSON patch's copy
+	// operations may add in all. kube-apiserver sets json-patch's
+	// AccumulatedCopySizeLimit to its request body limit (3 MiB);
+	// without it, a copy repeated onto itself doubles the object each
+	// time (20 copies of 512 bytes: 512 MiB).
+	maxJSONPatchCopyBytes = maxBodyBytes
+)
 
 // applyPatch applies a patch of type ct to the JSON object cur. Patch
 // libraries can panic on some malformed patches; that is a bad request,
-// not a server failure.
+// not a server failure. The result is at most len(cur), the patch and
+// maxJSONPatchCopyBytes (each possibly re-escaped); the caller bounds the
+// stored object.
 func applyPatch(ct string, cur, patch []byte, v eventapi.Version) (out []byte, se *apierrors.StatusError) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -493,15 +506,23 @@ func applyPatch(ct string, cur, patch []byte, v eventapi.Version) (out []byte, s
 	}()
 	switch ct {
 	case patchJSON:
-		p, err := jsonpatch.DecodePatch(patch)
+		p, err := jsonpatchv5.DecodePatch(patch)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
 		}
 		if len(p) > maxJSONPatchOperations {
 			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
-		out, err := p.Apply(cur)
+		out, err := p.ApplyWithOptions(cur, &jsonpatchv5.ApplyOptions{
+			// json-patch's defaults, as kube-apiserver applies them,
+			// with its copy bound.
+			SupportNegativeIndices:   true,
+			AccumulatedCopySizeLimit: maxJSONPatchCopyBytes,
+			EscapeHTML:               true,
+		})
 		if err != nil {
+			// kube-apiserver: 422 with json-patch's message, which names
+			// the copy limit when that is what was hit.
 			return nil, newStatus(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf("the JSON patch could not be applied: %v", err))
 		}
 		return out, nil
