@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -64,13 +65,24 @@ func (s *Server) parseWatch(r *http.Request, rr resourceRequest) (watchParams, *
 	}
 	switch {
 	case sendInitial != nil && *sendInitial:
+		// The initial state is served from the current revision, which
+		// must not be older than the one asked for: kube-apiserver's
+		// answer to a list at a revision it has not reached.
+		if cur := s.cfg.Store.Revision(); rv > cur {
+			return p, tooLargeResourceVersion(rv, cur)
+		}
 		p.opts.SendInitialEvents, p.opts.InitialEventsEndBookmark = true, true
 	case sendInitial == nil && rv == 0:
 		// No resourceVersion (or "0"): the current state as ADDED events
 		// first, as kube-apiserver does without a watch cache.
 		p.opts.SendInitialEvents = true
 	default:
-		p.opts.Revision = rv
+		// A revision the store has not reached yet is waited for, as an
+		// etcd watch does (kube-apiserver has no watch cache for events):
+		// the changes after it come when they are written. Changes after
+		// the largest revision never come; asking for those after the one
+		// before it is the same and keeps the store's rv+1 in range.
+		p.opts.Revision = min(rv, math.MaxInt64-1)
 	}
 	if bookmarks {
 		p.opts.ProgressInterval = s.cfg.BookmarkInterval
