@@ -22,6 +22,10 @@ const (
 	// watch without timeoutSeconds ends after a random duration between
 	// this and twice this, so clients spread their re-watches.
 	DefaultMinWatchTimeout = 30 * time.Minute
+	// DefaultMaxObjectSizeBytes is etcd's default request size limit
+	// (--max-request-bytes, 1.5 MiB): kube-apiserver cannot store a
+	// larger event, so eventsd does not either.
+	DefaultMaxObjectSizeBytes = 1572864
 )
 
 // Config configures a Server. Zero fields take their defaults.
@@ -58,6 +62,10 @@ type Config struct {
 	// get 429 with Retry-After. Watches are not counted. Negative means
 	// unlimited.
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// MaxObjectSizeBytes bounds an event as stored (its protobuf
+	// encoding): creates, updates and patches whose result is larger get
+	// 413 and store nothing. Negative means unlimited.
+	MaxObjectSizeBytes int
 }
 
 func (c Config) withDefaults() Config {
@@ -84,6 +92,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMutatingRequestsInflight == 0 {
 		c.MaxMutatingRequestsInflight = DefaultMaxMutatingRequestsInflight
+	}
+	if c.MaxObjectSizeBytes == 0 {
+		c.MaxObjectSizeBytes = DefaultMaxObjectSizeBytes
 	}
 	if c.Version.GitVersion == "" {
 		c.Version = DefaultVersion

@@ -151,6 +151,21 @@ func parseRevision(rv string) (int64, *apierrors.StatusError) {
 	return r, nil
 }
 
+// checkObjectSize refuses an event whose stored form (its protobuf
+// encoding) is over the object size limit, as etcd refuses a request over
+// its --max-request-bytes; dry runs are checked too, so that they answer
+// what the write would.
+func (s *Server) checkObjectSize(ev *corev1.Event) *apierrors.StatusError {
+	limit := s.cfg.MaxObjectSizeBytes
+	if limit < 0 {
+		return nil
+	}
+	if n := ev.Size(); n > limit {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the event is %d bytes when stored, over the object size limit of %d bytes", n, limit))
+	}
+	return nil
+}
+
 func (s *Server) writeOptions() storage.WriteOptions {
 	return storage.WriteOptions{TTL: s.cfg.EventTTL}
 }
@@ -248,6 +263,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 		writeStatus(w, invalid(ev.Name, errs))
 		return
 	}
+	if se := s.checkObjectSize(ev); se != nil {
+		writeStatus(w, se)
+		return
+	}
 	setWarnings(w, warnings)
 	if opts.dryRun {
 		if _, err := s.cfg.Store.Get(r.Context(), ev.Namespace, ev.Name); err == nil {
@@ -334,6 +353,10 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 				writeStatus(w, invalid(ev.Name, errs))
 				return
 			}
+			if se := s.checkObjectSize(ev); se != nil {
+				writeStatus(w, se)
+				return
+			}
 			if opts.dryRun {
 				s.respondEvent(w, rr, o, http.StatusCreated, ev)
 				return
@@ -366,6 +389,10 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 		prepareForUpdate(ev, cur)
 		if errs := eventapi.ValidateUpdate(ev, cur, rr.version); len(errs) > 0 {
 			writeStatus(w, invalid(ev.Name, errs))
+			return
+		}
+		if se := s.checkObjectSize(ev); se != nil {
+			writeStatus(w, se)
 			return
 		}
 		if opts.dryRun {
