@@ -66,6 +66,18 @@ type Config struct {
 	// encoding): creates, updates and patches whose result is larger get
 	// 413 and store nothing. Negative means unlimited.
 	MaxObjectSizeBytes int
+	// RequestTimeout bounds requests other than watches: unanswered by
+	// then, they get 504 (kube-apiserver's --request-timeout).
+	RequestTimeout time.Duration
+	// BodyReadTimeout bounds reading a request body, which happens before
+	// the request takes an in-flight slot.
+	BodyReadTimeout time.Duration
+	// WriteTimeout bounds writing one response, or one watch frame.
+	WriteTimeout time.Duration
+	// IdleTimeout closes keep-alive connections without a request for
+	// this long, and ReadHeaderTimeout bounds reading a request's
+	// headers; both are applied by NewHTTPServer.
+	IdleTimeout, ReadHeaderTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -95,6 +107,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxObjectSizeBytes == 0 {
 		c.MaxObjectSizeBytes = DefaultMaxObjectSizeBytes
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&c.RequestTimeout, DefaultRequestTimeout}, {&c.BodyReadTimeout, DefaultBodyReadTimeout},
+		{&c.WriteTimeout, DefaultWriteTimeout}, {&c.IdleTimeout, DefaultIdleTimeout},
+		{&c.ReadHeaderTimeout, DefaultReadHeaderTimeout},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
 	if c.Version.GitVersion == "" {
 		c.Version = DefaultVersion

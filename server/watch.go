@@ -133,6 +133,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	defer s.metrics.watchers.Dec()
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "no-cache, private")
+	// Every write to the stream has its own deadline: a client that stops
+	// reading is cut off instead of holding the watch open.
+	s.setWriteDeadline(w)
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 
@@ -140,6 +143,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	if err != nil {
 		// kube-apiserver answers a too-old resourceVersion with an ERROR
 		// event on an accepted stream.
+		s.setWriteDeadline(w)
 		_, _ = w.Write(enc.errorFrame(err))
 		flusher.Flush()
 		return
@@ -158,6 +162,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 				s.cfg.Logger.Error("encoding watch event", "err", err)
 				return
 			}
+			s.setWriteDeadline(w)
 			if _, err := w.Write(frame); err != nil {
 				return
 			}

@@ -36,6 +36,7 @@ type options struct {
 	maxMutating     int
 	extensions      bool
 	maxObjectSize   int
+	requestTimeout  time.Duration
 }
 
 func main() {
@@ -74,6 +75,7 @@ events of a kube-apiserver.`,
 	f.IntVar(&o.maxInflight, "max-requests-inflight", server.DefaultMaxRequestsInflight, "Most gets and lists served at once; more get 429 with Retry-After. Negative: no limit.")
 	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", server.DefaultMaxMutatingRequestsInflight, "Most writes served at once; more get 429 with Retry-After. Negative: no limit.")
 	f.IntVar(&o.maxObjectSize, "max-object-size-bytes", server.DefaultMaxObjectSizeBytes, "Largest event stored (its protobuf encoding), etcd's default --max-request-bytes; larger writes get 413. Negative: no limit.")
+	f.DurationVar(&o.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "How long a request other than a watch may take before it gets 504, as kube-apiserver's flag.")
 	f.BoolVar(&o.extensions, "extensions", true, "Accept the field selectors kube-apiserver does not have (action, reportingInstance, related.*, involves.*); off, they get its 400.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind --token-auth-file when set).")
 	return cmd
@@ -101,7 +103,7 @@ func run(ctx context.Context, o options) error {
 	}
 	srv, err := server.New(server.Config{Store: store, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions,
-		MaxObjectSizeBytes: o.maxObjectSize})
+		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout})
 	if err != nil {
 		store.Close()
 		return err
@@ -111,7 +113,7 @@ func run(ctx context.Context, o options) error {
 		store.Close()
 		return fmt.Errorf("--listen: %w", err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := srv.NewHTTPServer()
 	errc := make(chan error, 1)
 	go func() {
 		if o.tlsCertFile != "" {

@@ -1,0 +1,141 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/storage"
+)
+
+// TestSlowBodiesDoNotHoldWriteSlots: 250 clients that send a write's
+// headers and one byte of its body (more than the 200 mutating in-flight
+// slots) do not keep other writes out: the body is read before a slot is
+// taken.
+func TestSlowBodiesDoNotHoldWriteSlots(t *testing.T) {
+	e := newEnv(t, time.Hour)
+	addr := strings.TrimPrefix(e.url, "http://")
+	const slowClients = 250
+	for i := range slowClients {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := fmt.Fprintf(c, "POST /api/v1/namespaces/default/events HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", addr); err != nil {
+			t.Fatalf("slow client %d: %v", i, err)
+		}
+	}
+	// Writes keep succeeding at once while the slow clients hang on
+	// (client-go is not used: it would retry a 429).
+	body := `{"metadata":{"name":"n%d"},"involvedObject":{"namespace":"default"},"reason":"Started","message":"m"}`
+	for i := 0; i < 20; i++ {
+		start := time.Now()
+		if code, resp := e.do(http.MethodPost, "/api/v1/namespaces/default/events", "application/json", "", fmt.Sprintf(body, i)); code != http.StatusCreated {
+			t.Fatalf("create %d beside %d slow clients: %d %s", i, slowClients, code, resp)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("create %d took %v", i, took)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// blockingStore is a store whose Get waits until its request is cancelled.
+type blockingStore struct{ storage.Interface }
+
+func (blockingStore) Get(ctx context.Context, _, _ string) (*corev1.Event, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestRequestTimeout: a request that is not answered within the request
+// timeout (on the server's clock) gets kube-apiserver's 504, and its
+// handler's context is cancelled.
+func TestRequestTimeout(t *testing.T) {
+	e := newEnvWith(t, time.Hour, func(c *server.Config) { c.Store = blockingStore{c.Store} })
+	type result struct {
+		code int
+		body string
+	}
+	done := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(e.ctx, http.MethodGet, e.url+"/api/v1/namespaces/default/events/a", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{body: err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		done <- result{resp.StatusCode, string(b)}
+	}()
+	var r result
+	func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			select {
+			case r = <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+				e.clock.Step(10 * time.Second)
+			}
+		}
+		t.Fatal("no answer within 10s")
+	}()
+	if r.code != http.StatusGatewayTimeout || !strings.Contains(r.body, `"reason":"Timeout"`) ||
+		!strings.Contains(r.body, "Timeout: request did not complete within requested timeout - context deadline exceeded") {
+		t.Fatalf("got %d %s, want kube-apiserver's 504", r.code, r.body)
+	}
+	if waited := e.clock.Since(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)); waited < server.DefaultRequestTimeout {
+		t.Fatalf("timed out after %v, before the request timeout", waited)
+	}
+}
+
+// TestIdleConnectionsAreClosed: the server closes a keep-alive connection
+// that sends no request within the idle timeout.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	e := newEnvWith(t, time.Hour, func(c *server.Config) { c.IdleTimeout = 200 * time.Millisecond })
+	hs := e.srv.NewHTTPServer()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	defer func() {
+		_ = hs.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Error(err)
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	// A generous bound: the server must close well before it.
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("idle connection: read gave %v, want EOF (closed by the server)", err)
+	}
+}
