@@ -594,6 +594,9 @@ func deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOption
 	if d := q["dryRun"]; len(d) > 0 {
 		opts.DryRun = d
 	}
+	if o, ok := queryBool(q, "orphanDependents"); ok {
+		opts.OrphanDependents = &o
+	}
 	if p := q.Get("propagationPolicy"); p != "" {
 		pp := metav1.DeletionPropagation(p)
 		opts.PropagationPolicy = &pp

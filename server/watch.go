@@ -44,12 +44,11 @@ func (s *Server) parseWatch(r *http.Request, rr resourceRequest) (watchParams, *
 	if se != nil {
 		return p, se
 	}
-	bookmarks := isTrue(q.Get("allowWatchBookmarks"))
+	bookmarks, _ := queryBool(q, "allowWatchBookmarks")
 	match := q.Get("resourceVersionMatch")
 	var errs field.ErrorList
 	var sendInitial *bool
-	if v := q.Get("sendInitialEvents"); v != "" {
-		b := isTrue(v)
+	if b, ok := queryBool(q, "sendInitialEvents"); ok {
 		sendInitial = &b
 		if match != string(metav1.ResourceVersionMatchNotOlderThan) {
 			errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"), "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
