@@ -501,6 +501,9 @@ type warningWriter struct {
 	warnings *[]string
 }
 
+// Unwrap returns the writer the warnings are added to.
+func (w *warningWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // WriteHeader adds the warnings, then writes the header.
 func (w *warningWriter) WriteHeader(code int) {
 	setWarnings(w.ResponseWriter, *w.warnings)
@@ -685,7 +688,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, rr resourceReque
 			return
 		}
 	}
-	writeObject(w, output{kind: outJSON}, http.StatusOK, &metav1.Status{
+	writeObject(w, statusOutputOf(w), http.StatusOK, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Name: rr.name, Group: rr.version.Group(), Kind: "events", UID: cur.UID},

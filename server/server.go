@@ -78,6 +78,7 @@ func (s *Server) BeginShutdown() {
 // ServeHTTP implements http.Handler. A panic in a handler is logged with
 // its stack and answered with a 500 Status, not a dropped connection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w = &negotiatedWriter{ResponseWriter: w, status: statusOutput(r.Header.Get("Accept"))}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {

@@ -80,7 +80,7 @@ func (s *Server) readBodyFirst(w http.ResponseWriter, r *http.Request) (ok bool)
 func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	tw := &timeoutWriter{header: make(http.Header)}
+	tw := &timeoutWriter{header: make(http.Header), status: statusOutputOf(w)}
 	done := make(chan struct{})
 	var panicked any
 	go func() {
@@ -135,7 +135,10 @@ type timeoutWriter struct {
 	code     int
 	body     bytes.Buffer
 	timedOut bool
+	status   output // the form of Status answers
 }
+
+func (t *timeoutWriter) statusOutput() output { return t.status }
 
 // Header implements http.ResponseWriter.
 func (t *timeoutWriter) Header() http.Header { return t.header }

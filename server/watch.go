@@ -109,7 +109,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		o = output{kind: outJSON} // there is no YAML stream framing
 	}
 	contentType := "application/json"
-	if o.kind == outProtobuf {
+	if o.isProtobuf() {
 		contentType = protobufMediaType + ";stream=watch"
 	}
 	p, se := s.parseWatch(r, rr)
@@ -217,7 +217,7 @@ func (e *watchEncoder) frame(ev storage.Event) ([]byte, error) {
 	default:
 		obj = externalEvent(e.rr.version, ev.Object)
 	}
-	if e.o.kind == outProtobuf {
+	if e.o.isProtobuf() {
 		return protobufFrame(string(ev.Type), obj)
 	}
 	raw, err := json.Marshal(obj)
@@ -251,7 +251,7 @@ func (e *watchEncoder) errorFrame(err error) []byte {
 	}
 	st := se.ErrStatus
 	st.Kind, st.APIVersion = "Status", "v1"
-	if e.o.kind == outProtobuf {
+	if e.o.isProtobuf() {
 		if f, err := protobufFrame(string(watch.Error), &st); err == nil {
 			return f
 		}
