@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -81,6 +82,21 @@ events of a kube-apiserver.`,
 	return cmd
 }
 
+// loadKeyPair loads the serving certificate and key; its errors name the
+// flag and the file at fault.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	for _, f := range []struct{ flag, path string }{{"--tls-cert-file", certFile}, {"--tls-private-key-file", keyFile}} {
+		if _, err := os.Stat(f.path); err != nil {
+			return tls.Certificate{}, fmt.Errorf("%s %s: %w", f.flag, f.path, err)
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-cert-file %s, --tls-private-key-file %s: %w", certFile, keyFile, err)
+	}
+	return cert, nil
+}
+
 func run(ctx context.Context, o options) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
@@ -89,6 +105,17 @@ func run(ctx context.Context, o options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
 		return errors.New("--tls-cert-file and --tls-private-key-file must be given together")
+	}
+	// The key pair is loaded before anything is opened or served, so a
+	// bad file is an error naming its flag, not a log line after
+	// "serving https".
+	var tlsConfig *tls.Config
+	if o.tlsCertFile != "" {
+		cert, err := loadKeyPair(o.tlsCertFile, o.tlsKeyFile)
+		if err != nil {
+			return err
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	var auth *server.TokenAuthenticator
 	if o.tokenAuthFile != "" {
@@ -114,10 +141,11 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	hs := srv.NewHTTPServer()
+	hs.TLSConfig = tlsConfig
 	errc := make(chan error, 1)
 	go func() {
-		if o.tlsCertFile != "" {
-			errc <- hs.ServeTLS(ln, o.tlsCertFile, o.tlsKeyFile)
+		if tlsConfig != nil {
+			errc <- hs.ServeTLS(ln, "", "")
 		} else {
 			errc <- hs.Serve(ln)
 		}
