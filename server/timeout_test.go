@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
@@ -137,5 +139,57 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Fatalf("idle connection: read gave %v, want EOF (closed by the server)", err)
+	}
+}
+
+// TestSlowReaderIsCutOff: a client that asks for a large list and does
+// not read it is cut off by the write deadline; the request ends instead
+// of holding its handler (and the response) forever.
+func TestSlowReaderIsCutOff(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnvWith(t, time.Hour, func(c *server.Config) { c.WriteTimeout = 200 * time.Millisecond; c.Registry = reg })
+	// 12 MiB of events: more than loopback socket buffers hold for a
+	// client that does not read (4 MiB to send, 128 KiB to receive).
+	for i := range 12 {
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("big%d", i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default"},
+			Reason:         "Started", Message: strings.Repeat("m", 1<<20), Type: corev1.EventTypeNormal}
+		if _, err := e.cs.CoreV1().Events("default").Create(e.ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr := strings.TrimPrefix(e.url, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintf(c, "GET /api/v1/namespaces/default/events HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", addr); err != nil {
+		t.Fatal(err)
+	}
+	lists := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0.0
+		for _, mf := range mfs {
+			if mf.GetName() != "eventsd_requests_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "verb" && l.GetValue() == "list" {
+						n += m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(10 * time.Second); lists() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the unread list still holds its handler after 10s")
+		}
 	}
 }
