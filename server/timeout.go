@@ -70,14 +70,27 @@ func (s *Server) readBodyFirst(w http.ResponseWriter, r *http.Request) (ok bool)
 	return true
 }
 
-// withTimeout runs h with the request timeout, as kube-apiserver's
-// timeout filter does: h writes into a buffer; if it has not finished
+// withTimeout runs h with the request timeout (or the request's shorter
+// timeout parameter), as kube-apiserver's timeout filter does: h writes into a buffer; if it has not finished
 // when the timeout fires on the Config's clock, its context is cancelled,
 // the client gets kube-apiserver's 504 and whatever h writes later is
 // discarded. The buffered answer is written under a write deadline, so a
 // client that does not read is cut off and pins one response at most. A
 // panic in h is re-raised in the caller's goroutine.
 func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
+	timeout := s.cfg.RequestTimeout
+	if t := r.URL.Query().Get("timeout"); t != "" {
+		// kube-apiserver's request deadline: the client's timeout
+		// parameter, when shorter than --request-timeout.
+		d, err := time.ParseDuration(t)
+		if err != nil {
+			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("invalid timeout specified in the request URL - %v", err)))
+			return
+		}
+		if d > 0 && d < timeout {
+			timeout = d
+		}
+	}
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	tw := &timeoutWriter{header: make(http.Header), status: statusOutputOf(w)}
@@ -88,7 +101,7 @@ func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, h func(http
 		defer func() { panicked = recover() }()
 		h(tw, r.WithContext(ctx))
 	}()
-	timer := s.cfg.Clock.NewTimer(s.cfg.RequestTimeout)
+	timer := s.cfg.Clock.NewTimer(timeout)
 	defer timer.Stop()
 	finish := func() {
 		if panicked != nil {
