@@ -43,7 +43,13 @@ type output struct {
 	// (the includeObject parameter: Metadata, Object or None); set by
 	// negotiateOutput for Table output only.
 	include string
+	// protobuf encodes PartialObjectMetadata(List) output in the
+	// Kubernetes protobuf envelope (outProtobuf always is).
+	protobuf bool
 }
+
+// isProtobuf reports whether o is encoded in the protobuf envelope.
+func (o output) isProtobuf() bool { return o.kind == outProtobuf || o.protobuf }
 
 // negotiate picks the first media type in accept that eventsd can produce.
 func negotiate(accept string) (output, bool) {
@@ -75,8 +81,15 @@ func negotiate(accept string) (output, bool) {
 				return output{kind: outYAML}, true
 			}
 		case protobufMediaType:
-			if params["as"] == "" {
+			switch params["as"] {
+			case "":
 				return output{kind: outProtobuf}, true
+			case "PartialObjectMetadata", "PartialObjectMetadataList":
+				// metav1's metadata types have protobuf encodings (the
+				// metadata client asks for them first); Table has none.
+				if params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
+					return output{kind: outPartial, metaVersion: params["v"], protobuf: true}, true
+				}
 			}
 		}
 	}
@@ -102,9 +115,64 @@ func negotiateOutput(r *http.Request) (output, *apierrors.StatusError) {
 	return o, nil
 }
 
+// statusOutput is the form of a Status answer to a request with this
+// Accept header, as kube-apiserver negotiates errors: protobuf when the
+// client's first acceptable plain type is protobuf, JSON otherwise (a
+// Status is never a Table or metadata).
+func statusOutput(accept string) output {
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || params["as"] != "" {
+			continue
+		}
+		switch mt {
+		case protobufMediaType:
+			return output{kind: outProtobuf}
+		case "application/json", "application/yaml", "*/*", "application/*":
+			return output{kind: outJSON}
+		}
+	}
+	return output{kind: outJSON}
+}
+
+// negotiatedWriter carries the form a request's Status answers take to
+// writeStatus, through the writers wrapped around it.
+type negotiatedWriter struct {
+	http.ResponseWriter
+	status output
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *negotiatedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush lets watches stream through the writer.
+func (w *negotiatedWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *negotiatedWriter) statusOutput() output { return w.status }
+
+// statusOutputOf finds the Status form negotiated for the request that w
+// answers: JSON if none was.
+func statusOutputOf(w http.ResponseWriter) output {
+	for w != nil {
+		if n, ok := w.(interface{ statusOutput() output }); ok {
+			return n.statusOutput()
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
+	return output{kind: outJSON}
+}
+
 func notAcceptable() *apierrors.StatusError {
 	return newStatus(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
-		"only the following media types are accepted: application/json, application/yaml, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
+		"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io, application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io")
 }
 
 // externalEvent returns ev in the wire form of v.
@@ -226,14 +294,14 @@ func protobufEnvelope(obj any) ([]byte, error) {
 
 // writeObject writes obj with status in the negotiated plain format.
 func writeObject(w http.ResponseWriter, o output, status int, obj any) {
-	if o.kind == outProtobuf {
+	if o.isProtobuf() {
 		if body, err := protobufEnvelope(obj); err == nil {
 			w.Header().Set("Content-Type", protobufMediaType)
 			w.WriteHeader(status)
 			_, _ = w.Write(body)
 			return
 		}
-		// No protobuf form (e.g. Status): JSON, which every client accepts.
+		// No protobuf form (Table): JSON, which every client accepts.
 	}
 	body, err := json.Marshal(obj)
 	if err != nil {

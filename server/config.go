@@ -22,6 +22,10 @@ const (
 	// watch without timeoutSeconds ends after a random duration between
 	// this and twice this, so clients spread their re-watches.
 	DefaultMinWatchTimeout = 30 * time.Minute
+	// DefaultMaxObjectSizeBytes is etcd's default request size limit
+	// (--max-request-bytes, 1.5 MiB): kube-apiserver cannot store a
+	// larger event, so eventsd does not either.
+	DefaultMaxObjectSizeBytes = 1572864
 )
 
 // Config configures a Server. Zero fields take their defaults.
@@ -58,6 +62,22 @@ type Config struct {
 	// get 429 with Retry-After. Watches are not counted. Negative means
 	// unlimited.
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// MaxObjectSizeBytes bounds an event as stored (its protobuf
+	// encoding): creates, updates and patches whose result is larger get
+	// 413 and store nothing. Negative means unlimited.
+	MaxObjectSizeBytes int
+	// RequestTimeout bounds requests other than watches: unanswered by
+	// then, they get 504 (kube-apiserver's --request-timeout).
+	RequestTimeout time.Duration
+	// BodyReadTimeout bounds reading a request body, which happens before
+	// the request takes an in-flight slot.
+	BodyReadTimeout time.Duration
+	// WriteTimeout bounds writing one response, or one watch frame.
+	WriteTimeout time.Duration
+	// IdleTimeout closes keep-alive connections without a request for
+	// this long, and ReadHeaderTimeout bounds reading a request's
+	// headers; both are applied by NewHTTPServer.
+	IdleTimeout, ReadHeaderTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -84,6 +104,21 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMutatingRequestsInflight == 0 {
 		c.MaxMutatingRequestsInflight = DefaultMaxMutatingRequestsInflight
+	}
+	if c.MaxObjectSizeBytes == 0 {
+		c.MaxObjectSizeBytes = DefaultMaxObjectSizeBytes
+	}
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&c.RequestTimeout, DefaultRequestTimeout}, {&c.BodyReadTimeout, DefaultBodyReadTimeout},
+		{&c.WriteTimeout, DefaultWriteTimeout}, {&c.IdleTimeout, DefaultIdleTimeout},
+		{&c.ReadHeaderTimeout, DefaultReadHeaderTimeout},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
 	if c.Version.GitVersion == "" {
 		c.Version = DefaultVersion

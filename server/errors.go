@@ -83,20 +83,32 @@ func tooLargeResourceVersion(want, current int64) *apierrors.StatusError {
 	return se
 }
 
-// writeStatus writes a Status object as JSON with its code.
+// writeStatus writes a Status object with its code, in protobuf when the
+// request prefers it (as kube-apiserver answers client-go's typed
+// clients), else as JSON.
 func writeStatus(w http.ResponseWriter, se *apierrors.StatusError) {
 	st := se.ErrStatus
 	st.Kind, st.APIVersion = "Status", "v1"
 	if st.Code == 0 {
 		st.Code = http.StatusInternalServerError
 	}
-	body, err := json.Marshal(&st)
+	ct := "application/json"
+	var (
+		body []byte
+		err  error
+	)
+	if statusOutputOf(w).isProtobuf() {
+		ct = protobufMediaType
+		body, err = protobufEnvelope(&st)
+	} else {
+		body, err = json.Marshal(&st)
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", ct)
 	h.Set("Cache-Control", "no-cache, private")
 	if d := st.Details; d != nil && d.RetryAfterSeconds > 0 {
 		h.Set("Retry-After", fmt.Sprint(d.RetryAfterSeconds))

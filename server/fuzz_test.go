@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/kubevents/kubevents/eventapi"
@@ -47,8 +48,13 @@ func FuzzDecodeEvent(f *testing.F) {
 	})
 }
 
+// jsonEscapeGrowth is the most a JSON encoder's escaping grows a byte.
+const jsonEscapeGrowth = 6
+
 // FuzzApplyPatch: any patch of any supported type either applies or is
-// rejected with a 4xx Status; nothing panics.
+// rejected with a 4xx Status; nothing panics; and what a patch produces is
+// bounded by its inputs and the copy limit, whatever it asks for (a JSON
+// patch that copies a value onto itself doubles it each time).
 func FuzzApplyPatch(f *testing.F) {
 	for _, p := range []string{`{"count":2,"message":"m2"}`, `{"metadata":{"labels":{"a":"b"}}}`, `{"series":{"count":2}}`,
 		`[{"op":"replace","path":"/count","value":3}]`, `[{"op":"remove","path":"/nope"}]`, `{"$patch":"delete"}`, `null`} {
@@ -56,6 +62,9 @@ func FuzzApplyPatch(f *testing.F) {
 			f.Add(ct, []byte(p), false)
 		}
 	}
+	bomb := `[{"op":"add","path":"/bomb","value":["` + strings.Repeat("<", 512) + `"]}` +
+		strings.Repeat(`,{"op":"copy","from":"/bomb","path":"/bomb/-"}`, 20) + `]`
+	f.Add(patchJSON, []byte(bomb), false)
 	f.Fuzz(func(t *testing.T, ct string, patch []byte, events bool) {
 		if ct != patchJSON && ct != patchMerge {
 			ct = patchStrategic
@@ -70,6 +79,11 @@ func FuzzApplyPatch(f *testing.F) {
 				t.Fatalf("rejection with code %d: %v", c, se)
 			}
 			return
+		}
+		// Re-encoding may escape a byte as \u00XX (6 bytes); copies add at
+		// most the copy limit.
+		if bound := jsonEscapeGrowth * (len(seedEvent) + len(patch) + maxJSONPatchCopyBytes); len(out) > bound {
+			t.Fatalf("a %d-byte %s patch produced %d bytes, over the bound %d", len(patch), ct, len(out), bound)
 		}
 		if _, _, se := decodeEvent("application/json", out, v, validationIgnore); se != nil && se.ErrStatus.Code >= 500 {
 			t.Fatalf("patched result gives a server error: %v", se)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	jsonpatchv5 "github.com/evanphx/json-patch/v5"
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -150,6 +151,21 @@ func parseRevision(rv string) (int64, *apierrors.StatusError) {
 	return r, nil
 }
 
+// checkObjectSize refuses an event whose stored form (its protobuf
+// encoding) is over the object size limit, as etcd refuses a request over
+// its --max-request-bytes; dry runs are checked too, so that they answer
+// what the write would.
+func (s *Server) checkObjectSize(ev *corev1.Event) *apierrors.StatusError {
+	limit := s.cfg.MaxObjectSizeBytes
+	if limit < 0 {
+		return nil
+	}
+	if n := ev.Size(); n > limit {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the event is %d bytes when stored, over the object size limit of %d bytes", n, limit))
+	}
+	return nil
+}
+
 func (s *Server) writeOptions() storage.WriteOptions {
 	return storage.WriteOptions{TTL: s.cfg.EventTTL}
 }
@@ -247,6 +263,10 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 		writeStatus(w, invalid(ev.Name, errs))
 		return
 	}
+	if se := s.checkObjectSize(ev); se != nil {
+		writeStatus(w, se)
+		return
+	}
 	setWarnings(w, warnings)
 	if opts.dryRun {
 		if _, err := s.cfg.Store.Get(r.Context(), ev.Namespace, ev.Name); err == nil {
@@ -333,6 +353,10 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 				writeStatus(w, invalid(ev.Name, errs))
 				return
 			}
+			if se := s.checkObjectSize(ev); se != nil {
+				writeStatus(w, se)
+				return
+			}
 			if opts.dryRun {
 				s.respondEvent(w, rr, o, http.StatusCreated, ev)
 				return
@@ -365,6 +389,10 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 		prepareForUpdate(ev, cur)
 		if errs := eventapi.ValidateUpdate(ev, cur, rr.version); len(errs) > 0 {
 			writeStatus(w, invalid(ev.Name, errs))
+			return
+		}
+		if se := s.checkObjectSize(ev); se != nil {
+			writeStatus(w, se)
 			return
 		}
 		if opts.dryRun {
@@ -473,18 +501,33 @@ type warningWriter struct {
 	warnings *[]string
 }
 
+// Unwrap returns the writer the warnings are added to.
+func (w *warningWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // WriteHeader adds the warnings, then writes the header.
 func (w *warningWriter) WriteHeader(code int) {
 	setWarnings(w.ResponseWriter, *w.warnings)
 	w.ResponseWriter.WriteHeader(code)
 }
 
-// maxJSONPatchOperations is kube-apiserver's bound on JSON patch length.
-const maxJSONPatchOperations = 10000
+// Bounds on what one JSON patch may cost, as kube-apiserver's.
+const (
+	// maxJSONPatchOperations is kube-apiserver's bound on JSON patch
+	// length; longer patches get 413.
+	maxJSONPatchOperations = 10000
+	// maxJSONPatchCopyBytes bounds the bytes that a JSON patch's copy
+	// operations may add in all. kube-apiserver sets json-patch's
+	// AccumulatedCopySizeLimit to its request body limit (3 MiB);
+	// without it, a copy repeated onto itself doubles the object each
+	// time (20 copies of 512 bytes: 512 MiB).
+	maxJSONPatchCopyBytes = maxBodyBytes
+)
 
 // applyPatch applies a patch of type ct to the JSON object cur. Patch
 // libraries can panic on some malformed patches; that is a bad request,
-// not a server failure.
+// not a server failure. The result is at most len(cur), the patch and
+// maxJSONPatchCopyBytes (each possibly re-escaped); the caller bounds the
+// stored object.
 func applyPatch(ct string, cur, patch []byte, v eventapi.Version) (out []byte, se *apierrors.StatusError) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -493,15 +536,23 @@ func applyPatch(ct string, cur, patch []byte, v eventapi.Version) (out []byte, s
 	}()
 	switch ct {
 	case patchJSON:
-		p, err := jsonpatch.DecodePatch(patch)
+		p, err := jsonpatchv5.DecodePatch(patch)
 		if err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid JSON patch: %v", err))
 		}
 		if len(p) > maxJSONPatchOperations {
 			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
-		out, err := p.Apply(cur)
+		out, err := p.ApplyWithOptions(cur, &jsonpatchv5.ApplyOptions{
+			// json-patch's defaults, as kube-apiserver applies them,
+			// with its copy bound.
+			SupportNegativeIndices:   true,
+			AccumulatedCopySizeLimit: maxJSONPatchCopyBytes,
+			EscapeHTML:               true,
+		})
 		if err != nil {
+			// kube-apiserver: 422 with json-patch's message, which names
+			// the copy limit when that is what was hit.
 			return nil, newStatus(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf("the JSON patch could not be applied: %v", err))
 		}
 		return out, nil
@@ -545,6 +596,9 @@ func deleteOptions(w http.ResponseWriter, r *http.Request) (*metav1.DeleteOption
 	q := r.URL.Query()
 	if d := q["dryRun"]; len(d) > 0 {
 		opts.DryRun = d
+	}
+	if o, ok := queryBool(q, "orphanDependents"); ok {
+		opts.OrphanDependents = &o
 	}
 	if p := q.Get("propagationPolicy"); p != "" {
 		pp := metav1.DeletionPropagation(p)
@@ -634,7 +688,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, rr resourceReque
 			return
 		}
 	}
-	writeObject(w, output{kind: outJSON}, http.StatusOK, &metav1.Status{
+	writeObject(w, statusOutputOf(w), http.StatusOK, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Name: rr.name, Group: rr.version.Group(), Kind: "events", UID: cur.UID},

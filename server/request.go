@@ -2,7 +2,10 @@ package server
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kubevents/kubevents/eventapi"
 )
@@ -69,7 +72,8 @@ func parseResourcePath(p string) (rr resourceRequest, watchPath, ok bool) {
 // resolveVerb maps the HTTP method (and watch flags) to a verb; ok=false
 // means the method is not allowed on this path.
 func resolveVerb(r *http.Request, rr *resourceRequest, watchPath bool) bool {
-	isWatch := watchPath || isTrue(r.URL.Query().Get("watch"))
+	watchParam, _ := queryBool(r.URL.Query(), "watch")
+	isWatch := watchPath || watchParam
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		switch {
@@ -101,4 +105,14 @@ func resolveVerb(r *http.Request, rr *resourceRequest, watchPath bool) bool {
 	return true
 }
 
-func isTrue(s string) bool { return s == "true" || s == "1" }
+// queryBool reads a boolean query parameter as kube-apiserver converts
+// every one (apimachinery's Convert_Slice_string_To_bool): "0" and "false"
+// in any case are false, any other value, empty included, is true; so the
+// Python client's watch=True is a watch. present reports whether the
+// parameter was given at all.
+func queryBool(q url.Values, key string) (value, present bool) {
+	vals, present := q[key]
+	// The conversion uses no scope and cannot fail.
+	_ = runtime.Convert_Slice_string_To_bool(&vals, &value, nil)
+	return value, present
+}

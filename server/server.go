@@ -79,6 +79,7 @@ func (s *Server) BeginShutdown() {
 // ServeHTTP implements http.Handler. A panic in a handler is logged with
 // its stack and answered with a 500 Status, not a dropped connection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w = &negotiatedWriter{ResponseWriter: w, status: statusOutput(r.Header.Get("Accept"))}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -155,20 +156,27 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rr resour
 			s.errorLog.Warn("request failed with a server error", "verb", rr.verb, "path", r.URL.Path, "code", rec.code)
 		}
 	}()
-	if rr.verb != verbWatch {
-		limit, class := s.readOnly, "readOnly"
-		if isMutating(rr.verb) {
-			limit, class = s.mutating, "mutating"
+	if rr.verb == verbWatch {
+		s.handlers[rr.verb](rec, r, rr)
+		return
+	}
+	limit, class := s.readOnly, "readOnly"
+	if isMutating(rr.verb) {
+		limit, class = s.mutating, "mutating"
+		if !s.readBodyFirst(rec, r) {
+			return
 		}
+	}
+	s.withTimeout(rec, r, func(w http.ResponseWriter, r *http.Request) {
 		if !limit.tryAcquire() {
 			s.metrics.rejected.WithLabelValues(class).Inc()
 			s.rejectLog.Warn("request refused: too many requests in flight", "class", class, "verb", rr.verb)
-			tooManyRequests(rec)
+			tooManyRequests(w)
 			return
 		}
 		defer limit.release()
-	}
-	s.handlers[rr.verb](rec, r, rr)
+		s.handlers[rr.verb](w, r, rr)
+	})
 }
 
 // handlerFunc serves one verb of the events resource.

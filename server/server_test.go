@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 // env is an in-process eventsd on a fake clock, over an in-memory store.
 type env struct {
 	t     *testing.T
+	srv   *server.Server
 	clock *clocktesting.FakeClock
 	url   string
 	cs    kubernetes.Interface
@@ -41,13 +42,24 @@ type env struct {
 
 func newEnv(t *testing.T, ttl time.Duration) *env {
 	t.Helper()
+	return newEnvWith(t, ttl, nil)
+}
+
+// newEnvWith is newEnv with configure applied to the server's Config
+// (which holds the store) before the server is built.
+func newEnvWith(t *testing.T, ttl time.Duration, configure func(*server.Config)) *env {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	log := slog.New(slog.DiscardHandler)
 	store, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: vfs.NewMem(), Clock: clk, DefaultTTL: ttl, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Store: store, EventTTL: ttl, Clock: clk, Logger: log, BookmarkInterval: time.Minute})
+	cfg := server.Config{Store: store, EventTTL: ttl, Clock: clk, Logger: log, BookmarkInterval: time.Minute}
+	if configure != nil {
+		configure(&cfg)
+	}
+	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +78,7 @@ func newEnv(t *testing.T, ttl time.Duration) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, clock: clk, url: hs.URL, cs: cs, ctx: ctx}
+	return &env{t: t, srv: srv, clock: clk, url: hs.URL, cs: cs, ctx: ctx}
 }
 
 func (e *env) create(name string) *corev1.Event {

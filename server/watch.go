@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -43,12 +44,11 @@ func (s *Server) parseWatch(r *http.Request, rr resourceRequest) (watchParams, *
 	if se != nil {
 		return p, se
 	}
-	bookmarks := isTrue(q.Get("allowWatchBookmarks"))
+	bookmarks, _ := queryBool(q, "allowWatchBookmarks")
 	match := q.Get("resourceVersionMatch")
 	var errs field.ErrorList
 	var sendInitial *bool
-	if v := q.Get("sendInitialEvents"); v != "" {
-		b := isTrue(v)
+	if b, ok := queryBool(q, "sendInitialEvents"); ok {
 		sendInitial = &b
 		if match != string(metav1.ResourceVersionMatchNotOlderThan) {
 			errs = append(errs, field.Forbidden(field.NewPath("resourceVersionMatch"), "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
@@ -64,13 +64,24 @@ func (s *Server) parseWatch(r *http.Request, rr resourceRequest) (watchParams, *
 	}
 	switch {
 	case sendInitial != nil && *sendInitial:
+		// The initial state is served from the current revision, which
+		// must not be older than the one asked for: kube-apiserver's
+		// answer to a list at a revision it has not reached.
+		if cur := s.cfg.Store.Revision(); rv > cur {
+			return p, tooLargeResourceVersion(rv, cur)
+		}
 		p.opts.SendInitialEvents, p.opts.InitialEventsEndBookmark = true, true
 	case sendInitial == nil && rv == 0:
 		// No resourceVersion (or "0"): the current state as ADDED events
 		// first, as kube-apiserver does without a watch cache.
 		p.opts.SendInitialEvents = true
 	default:
-		p.opts.Revision = rv
+		// A revision the store has not reached yet is waited for, as an
+		// etcd watch does (kube-apiserver has no watch cache for events):
+		// the changes after it come when they are written. Changes after
+		// the largest revision never come; asking for those after the one
+		// before it is the same and keeps the store's rv+1 in range.
+		p.opts.Revision = min(rv, math.MaxInt64-1)
 	}
 	if bookmarks {
 		p.opts.ProgressInterval = s.cfg.BookmarkInterval
@@ -98,7 +109,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		o = output{kind: outJSON} // there is no YAML stream framing
 	}
 	contentType := "application/json"
-	if o.kind == outProtobuf {
+	if o.isProtobuf() {
 		contentType = protobufMediaType + ";stream=watch"
 	}
 	p, se := s.parseWatch(r, rr)
@@ -121,6 +132,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	defer s.metrics.watchers.Dec()
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "no-cache, private")
+	// Every write to the stream has its own deadline: a client that stops
+	// reading is cut off instead of holding the watch open.
+	s.setWriteDeadline(w)
 	w.WriteHeader(http.StatusOK)
 	flusher.Flush()
 
@@ -128,6 +142,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	if err != nil {
 		// kube-apiserver answers a too-old resourceVersion with an ERROR
 		// event on an accepted stream.
+		s.setWriteDeadline(w)
 		_, _ = w.Write(enc.errorFrame(err))
 		flusher.Flush()
 		return
@@ -146,6 +161,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 				s.cfg.Logger.Error("encoding watch event", "err", err)
 				return
 			}
+			s.setWriteDeadline(w)
 			if _, err := w.Write(frame); err != nil {
 				return
 			}
@@ -201,7 +217,7 @@ func (e *watchEncoder) frame(ev storage.Event) ([]byte, error) {
 	default:
 		obj = externalEvent(e.rr.version, ev.Object)
 	}
-	if e.o.kind == outProtobuf {
+	if e.o.isProtobuf() {
 		return protobufFrame(string(ev.Type), obj)
 	}
 	raw, err := json.Marshal(obj)
@@ -235,7 +251,7 @@ func (e *watchEncoder) errorFrame(err error) []byte {
 	}
 	st := se.ErrStatus
 	st.Kind, st.APIVersion = "Status", "v1"
-	if e.o.kind == outProtobuf {
+	if e.o.isProtobuf() {
 		if f, err := protobufFrame(string(watch.Error), &st); err == nil {
 			return f
 		}

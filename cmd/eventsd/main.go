@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,8 @@ type options struct {
 	maxInflight     int
 	maxMutating     int
 	extensions      bool
+	maxObjectSize   int
+	requestTimeout  time.Duration
 }
 
 func main() {
@@ -76,9 +79,26 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
 	f.IntVar(&o.maxInflight, "max-requests-inflight", server.DefaultMaxRequestsInflight, "Most gets and lists served at once; more get 429 with Retry-After. Negative: no limit.")
 	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", server.DefaultMaxMutatingRequestsInflight, "Most writes served at once; more get 429 with Retry-After. Negative: no limit.")
+	f.IntVar(&o.maxObjectSize, "max-object-size-bytes", server.DefaultMaxObjectSizeBytes, "Largest event stored (its protobuf encoding), etcd's default --max-request-bytes; larger writes get 413. Negative: no limit.")
+	f.DurationVar(&o.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "How long a request other than a watch may take before it gets 504, as kube-apiserver's flag.")
 	f.BoolVar(&o.extensions, "extensions", true, "Accept the field selectors kube-apiserver does not have (action, reportingInstance, related.*, involves.*); off, they get its 400.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind --token-auth-file when set).")
 	return cmd
+}
+
+// loadKeyPair loads the serving certificate and key; its errors name the
+// flag and the file at fault.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	for _, f := range []struct{ flag, path string }{{"--tls-cert-file", certFile}, {"--tls-private-key-file", keyFile}} {
+		if _, err := os.Stat(f.path); err != nil {
+			return tls.Certificate{}, fmt.Errorf("%s %s: %w", f.flag, f.path, err)
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-cert-file %s, --tls-private-key-file %s: %w", certFile, keyFile, err)
+	}
+	return cert, nil
 }
 
 func run(ctx context.Context, o options) error {
@@ -89,6 +109,17 @@ func run(ctx context.Context, o options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	if (o.tlsCertFile == "") != (o.tlsKeyFile == "") {
 		return errors.New("--tls-cert-file and --tls-private-key-file must be given together")
+	}
+	// The key pair is loaded before anything is opened or served, so a
+	// bad file is an error naming its flag, not a log line after
+	// "serving https".
+	var tlsConfig *tls.Config
+	if o.tlsCertFile != "" {
+		cert, err := loadKeyPair(o.tlsCertFile, o.tlsKeyFile)
+		if err != nil {
+			return err
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	var auth *server.TokenAuthenticator
 	if o.tokenAuthFile != "" {
@@ -103,7 +134,8 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	srv, err := server.New(server.Config{Store: store, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling,
-		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions})
+		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions,
+		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout})
 	if err != nil {
 		store.Close()
 		return err
@@ -113,11 +145,12 @@ func run(ctx context.Context, o options) error {
 		store.Close()
 		return fmt.Errorf("--listen: %w", err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := srv.NewHTTPServer()
+	hs.TLSConfig = tlsConfig
 	errc := make(chan error, 1)
 	go func() {
-		if o.tlsCertFile != "" {
-			errc <- hs.ServeTLS(ln, o.tlsCertFile, o.tlsKeyFile)
+		if tlsConfig != nil {
+			errc <- hs.ServeTLS(ln, "", "")
 		} else {
 			errc <- hs.Serve(ln)
 		}

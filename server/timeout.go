@@ -1,0 +1,201 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Defaults of the server's timeouts (Config).
+const (
+	// DefaultRequestTimeout is kube-apiserver's --request-timeout: a
+	// request other than a watch that has not been answered by then gets
+	// 504.
+	DefaultRequestTimeout = 60 * time.Second
+	// DefaultIdleTimeout is how long a keep-alive connection may wait for
+	// its next request; kube-apiserver's (and Go's http.DefaultTransport's
+	// idle) 90 s.
+	DefaultIdleTimeout = 90 * time.Second
+	// DefaultReadHeaderTimeout bounds reading a request's headers;
+	// kube-apiserver's 32 s.
+	DefaultReadHeaderTimeout = 32 * time.Second
+	// DefaultBodyReadTimeout bounds reading a request's body, which is
+	// read before the request takes an in-flight slot.
+	DefaultBodyReadTimeout = 60 * time.Second
+	// DefaultWriteTimeout bounds writing one response, or one watch
+	// frame, to a client that does not read.
+	DefaultWriteTimeout = 60 * time.Second
+)
+
+// NewHTTPServer returns the http.Server that serves s, with the
+// connection timeouts of s's Config (idle keep-alive, header read) and
+// its errors logged to the Config's Logger. cmd/eventsd and tests share
+// it.
+func (s *Server) NewHTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// readBodyFirst reads a write's body under its own read deadline, before
+// the request takes an in-flight slot, so that a client sending its body
+// slowly holds a connection but not a slot other writes need. The body is
+// put back in memory for the handler. On failure the error has been
+// written and ok is false.
+func (s *Server) readBodyFirst(w http.ResponseWriter, r *http.Request) (ok bool) {
+	rc := http.NewResponseController(w)
+	// Connection deadlines are wall-clock times, whatever the Config's
+	// clock.
+	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyReadTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.cfg.Logger.Debug("setting the body read deadline", "err", err)
+	}
+	body, se := readBody(w, r)
+	_ = rc.SetReadDeadline(time.Time{})
+	if se != nil {
+		writeStatus(w, se)
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
+}
+
+// withTimeout runs h with the request timeout (or the request's shorter
+// timeout parameter), as kube-apiserver's timeout filter does: h writes into a buffer; if it has not finished
+// when the timeout fires on the Config's clock, its context is cancelled,
+// the client gets kube-apiserver's 504 and whatever h writes later is
+// discarded. The buffered answer is written under a write deadline, so a
+// client that does not read is cut off and pins one response at most. A
+// panic in h is re-raised in the caller's goroutine.
+func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
+	timeout := s.cfg.RequestTimeout
+	if t := r.URL.Query().Get("timeout"); t != "" {
+		// kube-apiserver's request deadline: the client's timeout
+		// parameter, when shorter than --request-timeout.
+		d, err := time.ParseDuration(t)
+		if err != nil {
+			writeStatus(w, apierrors.NewBadRequest(fmt.Sprintf("invalid timeout specified in the request URL - %v", err)))
+			return
+		}
+		if d > 0 && d < timeout {
+			timeout = d
+		}
+	}
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	tw := &timeoutWriter{header: make(http.Header), status: statusOutputOf(w)}
+	done := make(chan struct{})
+	var panicked any
+	go func() {
+		defer close(done)
+		defer func() { panicked = recover() }()
+		h(tw, r.WithContext(ctx))
+	}()
+	timer := s.cfg.Clock.NewTimer(timeout)
+	defer timer.Stop()
+	finish := func() {
+		if panicked != nil {
+			panic(panicked)
+		}
+		s.setWriteDeadline(w)
+		tw.copyTo(w)
+	}
+	select {
+	case <-done:
+		finish()
+	case <-timer.C():
+		select {
+		case <-done: // h finished as the timer fired: its answer stands
+			finish()
+			return
+		default:
+		}
+		tw.timeOut()
+		cancel(context.DeadlineExceeded)
+		s.setWriteDeadline(w)
+		writeStatus(w, requestTimedOut())
+	}
+}
+
+// requestTimedOut is kube-apiserver's answer to a request that outlived
+// --request-timeout.
+func requestTimedOut() *apierrors.StatusError {
+	return apierrors.NewTimeoutError(fmt.Sprintf("request did not complete within requested timeout - %v", context.DeadlineExceeded), 0)
+}
+
+// setWriteDeadline bounds the time the response being written may take.
+func (s *Server) setWriteDeadline(w http.ResponseWriter) {
+	err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	if err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.cfg.Logger.Debug("setting the write deadline", "err", err)
+	}
+}
+
+// timeoutWriter buffers a handler's answer until it is done or timed out.
+type timeoutWriter struct {
+	mu       sync.Mutex
+	header   http.Header
+	code     int
+	body     bytes.Buffer
+	timedOut bool
+	status   output // the form of Status answers
+}
+
+func (t *timeoutWriter) statusOutput() output { return t.status }
+
+// Header implements http.ResponseWriter.
+func (t *timeoutWriter) Header() http.Header { return t.header }
+
+// WriteHeader implements http.ResponseWriter.
+func (t *timeoutWriter) WriteHeader(code int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.code == 0 && !t.timedOut {
+		t.code = code
+	}
+}
+
+// Write implements http.ResponseWriter; after the timeout it fails.
+func (t *timeoutWriter) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timedOut {
+		return 0, http.ErrHandlerTimeout
+	}
+	if t.code == 0 {
+		t.code = http.StatusOK
+	}
+	return t.body.Write(b)
+}
+
+// timeOut makes the handler's later writes fail.
+func (t *timeoutWriter) timeOut() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.timedOut = true
+}
+
+// copyTo writes the buffered answer to w.
+func (t *timeoutWriter) copyTo(w http.ResponseWriter) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := w.Header()
+	for k, v := range t.header {
+		h[k] = v
+	}
+	if t.code == 0 {
+		t.code = http.StatusOK
+	}
+	w.WriteHeader(t.code)
+	_, _ = w.Write(t.body.Bytes())
+}
