@@ -10,4 +10,22 @@
 // cannot index in their store (etcd): one writer (the watch feed) puts and
 // deletes events, many readers look up the keys of a plan in key order,
 // with pagination. It keeps keys and interned values, never objects.
+//
+// A backend over etcd uses it so: build a Memory of All() from a list of
+// the events prefix at revision R (Put each, then SetRevision(R)), and
+// feed it from one watch of the prefix from R+1 with progress
+// notifications: Put for a PUT, Delete for a DELETE, SetRevision for a
+// progress notification. A list plans with Memory.Set().Plan; a plan with
+// no lookups (and no Name) is a range read of etcd as usual; otherwise it
+// calls Wait for the revision it serves at (etcd's current revision, for a
+// consistent list), takes Keys(plan, after, limit), gets those keys from
+// etcd at the revision Keys returned and keeps the objects
+// Selector.Matches accepts, asking for more keys after the last while the
+// page is short. If the watch is compacted away, the backend builds a new
+// Memory and swaps it in. Keys describe the index's current revision, so
+// a later page of a paginated list served at an older revision can miss
+// keys deleted since, or include keys created since (which the get at the
+// old revision does not find): a backend that needs pages exact at the
+// old revision must also consider the keys changed in between, which its
+// watch feed has seen.
 package index

@@ -16,10 +16,14 @@ import (
 // whose byte order is etcd's and kube-apiserver's list order.
 //
 // It holds no objects: each key once, a value id per index per event, and
-// each distinct value once (interned), so it costs about 200 bytes per
-// event (see BenchmarkMemoryBytesPerEvent). Lists of ids are kept in sorted
-// chunks (see list), which is leaner than a B-tree of pointers and needs
-// no dependency.
+// each distinct value once (interned). Ids are kept in sorted chunks (see
+// list) rather than in a B-tree such as github.com/google/btree: a chunk
+// costs about 5 bytes per id where a B-tree of uint32 items leaves its
+// nodes a third empty and adds a node header per few dozen items, and no
+// dependency is needed. With 1M realistic events (All(), see
+// BenchmarkMemoryBytesPerEvent) it holds about 190 bytes per event: the
+// key (about 80 of them for a 50-byte key), 40 for the value ids, about
+// 45 for the list entries and about 25 for interned uids and names.
 //
 // One goroutine (the watch feed) writes with Put and Delete; any number
 // read concurrently. Every write records the revision it brings the index
@@ -29,14 +33,10 @@ type Memory struct {
 	set Set
 	mu  sync.RWMutex
 
-	// Objects, by id: keys[o] is the key ("" when o is free), and
-	// vals[o*set.Len()+p] the value id o has in the index at position p of
-	// set (0 for none).
-	keys  []string
-	vals  []uint32
-	free  []uint32
-	byKey list   // every object, by key
-	lists []list // per index position: the objects with a value, by (value id, key)
+	obj   objects
+	free  []uint32 // ids of free objects
+	byKey list     // every object, by key
+	lists []list   // per index position: the objects with a value, by (value id, key)
 
 	// Interned values, by id (0 is no value): the string, and how many
 	// index entries refer to it.
@@ -57,6 +57,7 @@ func valueOf(ev *corev1.Event, id ID) string { return eventapi.Value(ev, id.Fiel
 func NewMemory(set Set) *Memory {
 	return &Memory{
 		set:     set,
+		obj:     objects{stride: set.Len()},
 		lists:   make([]list, set.Len()),
 		strs:    []string{""},
 		refs:    []uint32{0},
@@ -86,24 +87,23 @@ func (m *Memory) Revision() int64 {
 // key is >= key (or > key when after is set).
 func (m *Memory) keyBefore(key string, after bool) func(uint32) bool {
 	if after {
-		return func(o uint32) bool { return m.keys[o] <= key }
+		return func(o uint32) bool { return m.obj.key(o) <= key }
 	}
-	return func(o uint32) bool { return m.keys[o] < key }
+	return func(o uint32) bool { return m.obj.key(o) < key }
 }
 
 // valBefore is keyBefore within the list of index position p, for value
 // id v.
 func (m *Memory) valBefore(p int, v uint32, key string, after bool) func(uint32) bool {
-	n := uint32(m.set.Len())
 	return func(o uint32) bool {
-		ov := m.vals[o*n+uint32(p)]
+		ov := m.obj.val(o, p)
 		if ov != v {
 			return ov < v
 		}
 		if after {
-			return m.keys[o] <= key
+			return m.obj.key(o) <= key
 		}
-		return m.keys[o] < key
+		return m.obj.key(o) < key
 	}
 }
 
@@ -111,7 +111,7 @@ func (m *Memory) valBefore(p int, v uint32, key string, after bool) func(uint32)
 func (m *Memory) find(key string) (uint32, pos, bool) {
 	p := m.byKey.search(m.keyBefore(key, false))
 	o, ok := m.byKey.at(p)
-	return o, p, ok && m.keys[o] == key
+	return o, p, ok && m.obj.key(o) == key
 }
 
 // Put indexes ev under key, replacing what key had, and records rev as the
@@ -126,18 +126,15 @@ func (m *Memory) Put(key string, ev *corev1.Event, rev int64) {
 		key = strings.Clone(key)
 		if k := len(m.free); k > 0 {
 			o, m.free = m.free[k-1], m.free[:k-1]
-			m.keys[o] = key
 		} else {
-			o = uint32(len(m.keys))
-			m.keys = append(m.keys, key)
-			m.vals = append(m.vals, make([]uint32, m.set.Len())...)
+			o = m.obj.add()
 		}
+		m.obj.setKey(o, key)
 		m.byKey.insert(at, o)
 	}
-	base := o * uint32(m.set.Len())
 	for p, id := range m.set.ids {
 		v := valueOf(ev, id)
-		old := m.vals[base+uint32(p)]
+		old := m.obj.val(o, p)
 		if old != 0 && m.strs[old] == v {
 			continue
 		}
@@ -146,8 +143,8 @@ func (m *Memory) Put(key string, ev *corev1.Event, rev int64) {
 		}
 		if v != "" {
 			nv := m.intern(v)
-			m.lists[p].insert(m.lists[p].search(m.valBefore(p, nv, m.keys[o], false)), o)
-			m.vals[base+uint32(p)] = nv
+			m.lists[p].insert(m.lists[p].search(m.valBefore(p, nv, m.obj.key(o), false)), o)
+			m.obj.setVal(o, p, nv)
 		}
 	}
 }
@@ -162,14 +159,13 @@ func (m *Memory) Delete(key string, rev int64) {
 	if !ok {
 		return
 	}
-	base := o * uint32(m.set.Len())
 	for p := range m.set.ids {
-		if v := m.vals[base+uint32(p)]; v != 0 {
+		if v := m.obj.val(o, p); v != 0 {
 			m.unindex(p, o, v)
 		}
 	}
 	m.byKey.remove(at)
-	m.keys[o] = ""
+	m.obj.setKey(o, "")
 	m.free = append(m.free, o)
 }
 
@@ -210,9 +206,9 @@ func (m *Memory) advance(rev int64) {
 // unindex removes object o, holding value id v, from the list at position p.
 func (m *Memory) unindex(p int, o, v uint32) {
 	l := &m.lists[p]
-	at := l.search(m.valBefore(p, v, m.keys[o], false))
+	at := l.search(m.valBefore(p, v, m.obj.key(o), false))
 	l.remove(at)
-	m.vals[o*uint32(m.set.Len())+uint32(p)] = 0
+	m.obj.setVal(o, p, 0)
 	if m.refs[v]--; m.refs[v] == 0 {
 		delete(m.ids, m.strs[v])
 		m.strs[v] = ""
@@ -248,7 +244,6 @@ func (m *Memory) intern(s string) uint32 {
 // objects at that revision and filters them with Selector.Matches. When
 // fewer than limit keys come back, there are no more.
 func (m *Memory) Keys(p Plan, after string, limit int) (keys []string, rev int64, err error) {
-	n := m.set.Len()
 	type stream struct {
 		l  *list
 		at pos
@@ -263,7 +258,7 @@ func (m *Memory) Keys(p Plan, after string, limit int) (keys []string, rev int64
 	if exclusive {
 		start = after
 	}
-	inNS := func(o uint32) bool { return strings.HasPrefix(m.keys[o], lower) }
+	inNS := func(o uint32) bool { return strings.HasPrefix(m.obj.key(o), lower) }
 
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -293,15 +288,15 @@ func (m *Memory) Keys(p Plan, after string, limit int) (keys []string, rev int64
 		}
 		l := &m.lists[i]
 		streams = append(streams, stream{l: l, at: l.search(m.valBefore(i, v, start, exclusive)),
-			in: func(o uint32) bool { return m.vals[o*uint32(n)+uint32(i)] == v && inNS(o) }})
+			in: func(o uint32) bool { return m.obj.val(o, i) == v && inNS(o) }})
 	}
 	for limit <= 0 || len(keys) < limit {
 		// The smallest key at the head of a stream; equal heads are one key.
 		best := ""
 		found := false
 		for _, s := range streams {
-			if o, ok := s.l.at(s.at); ok && s.in(o) && (!found || m.keys[o] < best) {
-				best, found = m.keys[o], true
+			if o, ok := s.l.at(s.at); ok && s.in(o) && (!found || m.obj.key(o) < best) {
+				best, found = m.obj.key(o), true
 			}
 		}
 		if !found {
@@ -310,10 +305,52 @@ func (m *Memory) Keys(p Plan, after string, limit int) (keys []string, rev int64
 		keys = append(keys, best)
 		for i := range streams {
 			s := &streams[i]
-			if o, ok := s.l.at(s.at); ok && m.keys[o] == best {
+			if o, ok := s.l.at(s.at); ok && m.obj.key(o) == best {
 				s.at = s.l.next(s.at)
 			}
 		}
 	}
 	return keys, rev, nil
+}
+
+// objBlock is how many objects a block of the object tables holds. The
+// tables grow a block at a time, so they never hold more than a block of
+// spare room, nor copy themselves as a slice grown by append does (which
+// at a million events briefly doubles 60 MB).
+const objBlock = 4096
+
+// objects are the object tables, by object id: each object's key ("" when
+// the id is free) and, for each index position p of the set, the id of
+// the value the object has in that index (0 for none).
+type objects struct {
+	n      int // ids handed out
+	stride int // index positions
+	keys   [][]string
+	vals   [][]uint32
+}
+
+// add returns a new object id.
+func (t *objects) add() uint32 {
+	if t.n%objBlock == 0 {
+		t.keys = append(t.keys, make([]string, objBlock))
+		t.vals = append(t.vals, make([]uint32, objBlock*t.stride))
+	}
+	t.n++
+	return uint32(t.n - 1)
+}
+
+// key returns the key of object o.
+func (t *objects) key(o uint32) string { return t.keys[o/objBlock][o%objBlock] }
+
+// setKey sets the key of object o.
+func (t *objects) setKey(o uint32, k string) { t.keys[o/objBlock][o%objBlock] = k }
+
+// val returns the value id of object o at index position p.
+func (t *objects) val(o uint32, p int) uint32 {
+	return t.vals[o/objBlock][int(o%objBlock)*t.stride+p]
+}
+
+// setVal sets the value id of object o at index position p.
+func (t *objects) setVal(o uint32, p int, v uint32) {
+	t.vals[o/objBlock][int(o%objBlock)*t.stride+p] = v
 }

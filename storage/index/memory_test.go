@@ -144,13 +144,13 @@ func (m *Memory) check() error {
 	n := uint32(m.set.Len())
 	refs := make([]uint32, len(m.strs))
 	live := 0
-	for o, k := range m.keys {
-		if k == "" {
+	for o := range uint32(m.obj.n) {
+		if m.obj.key(o) == "" {
 			continue
 		}
 		live++
-		for p := range n {
-			if v := m.vals[uint32(o)*n+p]; v != 0 {
+		for p := range int(n) {
+			if v := m.obj.val(o, p); v != 0 {
 				refs[v]++
 			}
 		}
@@ -179,12 +179,12 @@ func (m *Memory) check() error {
 		}
 		for i := 1; i < len(ids); i++ {
 			if !less(ids[i-1], ids[i]) {
-				return nil, fmt.Errorf("%s: %q before %q", name, m.keys[ids[i-1]], m.keys[ids[i]])
+				return nil, fmt.Errorf("%s: %q before %q", name, m.obj.key(ids[i-1]), m.obj.key(ids[i]))
 			}
 		}
 		return ids, nil
 	}
-	ids, err := walk("byKey", &m.byKey, func(a, b uint32) bool { return m.keys[a] < m.keys[b] })
+	ids, err := walk("byKey", &m.byKey, func(a, b uint32) bool { return m.obj.key(a) < m.obj.key(b) })
 	if err != nil {
 		return err
 	}
@@ -192,21 +192,21 @@ func (m *Memory) check() error {
 		return fmt.Errorf("byKey has %d objects, %d live", len(ids), live)
 	}
 	for p := range n {
-		val := func(o uint32) uint32 { return m.vals[o*n+p] }
+		val := func(o uint32) uint32 { return m.obj.val(o, int(p)) }
 		ids, err := walk(m.set.ids[p].String(), &m.lists[p], func(a, b uint32) bool {
-			return val(a) < val(b) || val(a) == val(b) && m.keys[a] < m.keys[b]
+			return val(a) < val(b) || val(a) == val(b) && m.obj.key(a) < m.obj.key(b)
 		})
 		if err != nil {
 			return err
 		}
 		want := 0
-		for o, k := range m.keys {
-			if k != "" && val(uint32(o)) != 0 {
+		for o := range uint32(m.obj.n) {
+			if m.obj.key(o) != "" && val(o) != 0 {
 				want++
 			}
 		}
 		for _, o := range ids {
-			if m.keys[o] == "" || val(o) == 0 {
+			if m.obj.key(o) == "" || val(o) == 0 {
 				return fmt.Errorf("%v lists object %d, free or without a value", m.set.ids[p], o)
 			}
 		}
