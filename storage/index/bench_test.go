@@ -90,7 +90,7 @@ func BenchmarkMemoryBytesPerEvent(b *testing.B) {
 		for i := range lookups {
 			_, ev := realisticEvent((i * 7919 % (n / eventsPerPod)) * eventsPerPod)
 			sel := storage.Selector{Fields: eventapi.FieldSelector{{Field: eventapi.FieldInvolvesUID, Value: string(ev.InvolvedObject.UID)}}}
-			keys, _, err := m.Keys(m.Set().Plan(sel), "", 0)
+			keys, _, err := m.Keys(m.Set().Plan(sel), 0, "", 0)
 			if err != nil || len(keys) != eventsPerPod {
 				b.Fatalf("lookup of %s: %d keys, %v", ev.InvolvedObject.UID, len(keys), err)
 			}

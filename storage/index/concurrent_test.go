@@ -47,7 +47,7 @@ func TestMemoryConcurrent(t *testing.T) {
 					return
 				default:
 				}
-				keys, rev, err := m.Keys(m.Set().Plan(sels[(r+i)%len(sels)]), "", 100)
+				keys, rev, err := m.Keys(m.Set().Plan(sels[(r+i)%len(sels)]), 0, "", 100)
 				if err != nil {
 					t.Error(err)
 					return

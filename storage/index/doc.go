@@ -12,20 +12,17 @@
 // with pagination. It keeps keys and interned values, never objects.
 //
 // A backend over etcd uses it so: build a Memory of All() from a list of
-// the events prefix at revision R (Put each, then SetRevision(R)), and
-// feed it from one watch of the prefix from R+1 with progress
-// notifications: Put for a PUT, Delete for a DELETE, SetRevision for a
-// progress notification. A list plans with Memory.Set().Plan; a plan with
-// no lookups (and no Name) is a range read of etcd as usual; otherwise it
-// calls Wait for the revision it serves at (etcd's current revision, for a
-// consistent list), takes Keys(plan, after, limit), gets those keys from
-// etcd at the revision Keys returned and keeps the objects
-// Selector.Matches accepts, asking for more keys after the last while the
-// page is short. If the watch is compacted away, the backend builds a new
-// Memory and swaps it in. Keys describe the index's current revision, so
-// a later page of a paginated list served at an older revision can miss
-// keys deleted since, or include keys created since (which the get at the
-// old revision does not find): a backend that needs pages exact at the
-// old revision must also consider the keys changed in between, which its
-// watch feed has seen.
+// the events prefix at revision R (Put each with R), and feed it from one
+// watch of the prefix from R+1 with progress notifications: Put for a PUT,
+// Delete for a DELETE, SetRevision for a progress notification, Forget
+// with the revision etcd is compacted to. A list plans with
+// Memory.Set().Plan; a plan with no lookups (and no Name) is a range read
+// of etcd as usual. Otherwise, for a first page, it calls Wait for etcd's
+// current revision, takes Keys(plan, 0, "", limit) and serves the list at
+// the revision Keys returned: it gets those keys from etcd at that
+// revision and keeps the objects Selector.Matches accepts, asking for more
+// keys after the last while the page is short. A later page passes the
+// list's revision as Keys' at, so that keys deleted or changed since are
+// still among the candidates. If the watch is compacted away, the backend
+// builds a new Memory and swaps it in.
 package index

@@ -3,10 +3,13 @@ package index
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 
 	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/storage"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -44,6 +47,14 @@ type Memory struct {
 	refs     []uint32
 	ids      map[string]uint32
 	freeStrs []uint32
+
+	// removed are the keys that left the index or changed values, by
+	// revision, with the values they had (removedVals, set.Len() per
+	// removal), so that Keys can answer for older revisions; since is
+	// the oldest revision Keys can answer for.
+	removed     []removal
+	removedVals []uint32
+	since       int64
 
 	rev     int64
 	changed chan struct{} // closed, and replaced, when rev advances
@@ -122,6 +133,9 @@ func (m *Memory) Put(key string, ev *corev1.Event, rev int64) {
 	defer m.mu.Unlock()
 	defer m.advance(rev)
 	o, at, ok := m.find(key)
+	if ok && m.changes(o, ev) {
+		m.logRemoval(o, rev)
+	}
 	if !ok {
 		key = strings.Clone(key)
 		if k := len(m.free); k > 0 {
@@ -149,6 +163,16 @@ func (m *Memory) Put(key string, ev *corev1.Event, rev int64) {
 	}
 }
 
+// changes reports whether ev has other values than object o.
+func (m *Memory) changes(o uint32, ev *corev1.Event) bool {
+	for p, id := range m.set.ids {
+		if v := m.obj.val(o, p); m.strs[v] != valueOf(ev, id) {
+			return true
+		}
+	}
+	return false
+}
+
 // Delete removes key from the index, if it is there, and records rev as
 // the index's revision.
 func (m *Memory) Delete(key string, rev int64) {
@@ -159,6 +183,7 @@ func (m *Memory) Delete(key string, rev int64) {
 	if !ok {
 		return
 	}
+	m.logRemoval(o, rev)
 	for p := range m.set.ids {
 		if v := m.obj.val(o, p); v != 0 {
 			m.unindex(p, o, v)
@@ -197,6 +222,9 @@ func (m *Memory) Wait(ctx context.Context, rev int64) error {
 // advance records rev and wakes waiters; m.mu is held.
 func (m *Memory) advance(rev int64) {
 	if rev > m.rev {
+		if m.rev == 0 {
+			m.since = rev // the index was built at rev: nothing older is known
+		}
 		m.rev = rev
 		close(m.changed)
 		m.changed = make(chan struct{})
@@ -209,6 +237,11 @@ func (m *Memory) unindex(p int, o, v uint32) {
 	at := l.search(m.valBefore(p, v, m.obj.key(o), false))
 	l.remove(at)
 	m.obj.setVal(o, p, 0)
+	m.unref(v)
+}
+
+// unref drops a reference to value id v, freeing it with the last one.
+func (m *Memory) unref(v uint32) {
 	if m.refs[v]--; m.refs[v] == 0 {
 		delete(m.ids, m.strs[v])
 		m.strs[v] = ""
@@ -237,13 +270,20 @@ func (m *Memory) intern(s string) uint32 {
 }
 
 // Keys returns, in key order, up to limit (0: no limit) keys after the
-// key after ("" for the first page) that can hold events matching the
-// selector p was planned from (with m.Set().Plan): those of its lookups'
-// union, or every key when it has none, within its namespace. It also
-// returns the revision the index was at: the backend fetches the keys'
-// objects at that revision and filters them with Selector.Matches. When
-// fewer than limit keys come back, there are no more.
-func (m *Memory) Keys(p Plan, after string, limit int) (keys []string, rev int64, err error) {
+// key after ("" for the first page) that can hold events matching, at
+// revision at (0: the index's current revision), the selector p was
+// planned from (with m.Set().Plan): those of its lookups' union, or every
+// key when it has none, within its namespace. It also returns the
+// revision the index was at.
+//
+// The backend fetches the keys' objects at the list's revision and keeps
+// those Selector.Matches accepts. The keys are a superset of the matches
+// at every revision from at to the index's: for an older at they include
+// the keys removed, or whose values changed, since (see Forget), and keys
+// created since, which the fetch at the older revision does not find.
+// When fewer than limit keys come back, there are no more. An at older
+// than the removals kept gives an error wrapping storage.ErrCompacted.
+func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string, rev int64, err error) {
 	type stream struct {
 		l  *list
 		at pos
@@ -263,37 +303,64 @@ func (m *Memory) Keys(p Plan, after string, limit int) (keys []string, rev int64
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	rev = m.rev
+	if at > 0 && at < m.since {
+		return nil, rev, fmt.Errorf("revision %d: removals are kept from %d: %w", at, m.since, storage.ErrCompacted)
+	}
+	vids := make([]uint32, len(p.Lookups)) // value ids; 0 for values the index has never seen
+	poss := make([]int, len(p.Lookups))
+	for i, lk := range p.Lookups {
+		if poss[i] = m.set.pos(lk.ID); poss[i] < 0 {
+			return nil, rev, fmt.Errorf("index %v is not kept by this index: plan with its Set", lk.ID)
+		}
+		vids[i] = m.ids[lk.Value]
+	}
+	// removed are the keys that left the plan's candidates after at.
+	var removed []string
+	if at > 0 && at < m.rev {
+		for i := sort.Search(len(m.removed), func(i int) bool { return m.removed[i].rev > at }); i < len(m.removed); i++ {
+			r := m.removed[i]
+			if r.key <= after || !strings.HasPrefix(r.key, lower) || p.Name != "" && r.key != p.Namespace+"/"+p.Name {
+				continue
+			}
+			ok := p.Lookups == nil
+			for j := range p.Lookups {
+				ok = ok || vids[j] != 0 && m.removedVals[i*m.set.Len()+poss[j]] == vids[j]
+			}
+			if ok {
+				removed = append(removed, r.key)
+			}
+		}
+		slices.Sort(removed)
+		removed = slices.Compact(removed)
+	}
+	var streams []stream
 	switch {
 	case p.None:
 		return nil, rev, nil
 	case p.Name != "":
 		key := p.Namespace + "/" + p.Name
-		if _, _, ok := m.find(key); ok && key > after {
+		if _, _, ok := m.find(key); ok && key > after || len(removed) > 0 {
 			return []string{key}, rev, nil
 		}
 		return nil, rev, nil
-	}
-	var streams []stream
-	if p.Lookups == nil {
+	case p.Lookups == nil:
 		streams = append(streams, stream{l: &m.byKey, at: m.byKey.search(m.keyBefore(start, exclusive)), in: inNS})
 	}
-	for _, lk := range p.Lookups {
-		i := m.set.pos(lk.ID)
-		if i < 0 {
-			return nil, rev, fmt.Errorf("index %v is not kept by this index: plan with its Set", lk.ID)
-		}
-		v, ok := m.ids[lk.Value]
-		if !ok {
+	for i, v := range vids {
+		if v == 0 {
 			continue
 		}
-		l := &m.lists[i]
-		streams = append(streams, stream{l: l, at: l.search(m.valBefore(i, v, start, exclusive)),
-			in: func(o uint32) bool { return m.obj.val(o, i) == v && inNS(o) }})
+		l, p := &m.lists[poss[i]], poss[i]
+		streams = append(streams, stream{l: l, at: l.search(m.valBefore(p, v, start, exclusive)),
+			in: func(o uint32) bool { return m.obj.val(o, p) == v && inNS(o) }})
 	}
 	for limit <= 0 || len(keys) < limit {
 		// The smallest key at the head of a stream; equal heads are one key.
 		best := ""
-		found := false
+		found := len(removed) > 0
+		if found {
+			best = removed[0]
+		}
 		for _, s := range streams {
 			if o, ok := s.l.at(s.at); ok && s.in(o) && (!found || m.obj.key(o) < best) {
 				best, found = m.obj.key(o), true
@@ -303,6 +370,9 @@ func (m *Memory) Keys(p Plan, after string, limit int) (keys []string, rev int64
 			break
 		}
 		keys = append(keys, best)
+		if len(removed) > 0 && removed[0] == best {
+			removed = removed[1:]
+		}
 		for i := range streams {
 			s := &streams[i]
 			if o, ok := s.l.at(s.at); ok && m.obj.key(o) == best {
@@ -311,6 +381,63 @@ func (m *Memory) Keys(p Plan, after string, limit int) (keys []string, rev int64
 		}
 	}
 	return keys, rev, nil
+}
+
+// removal records that key left the index, or changed values, at rev; the
+// values it had are in removedVals, referenced.
+type removal struct {
+	rev int64
+	key string
+}
+
+// maxRemoved bounds the removals kept when the backend does not Forget
+// them: about 64 MB (64 bytes each), a 5-minute etcd compaction window at
+// 3,000 deletions and updates a second.
+const maxRemoved = 1 << 20
+
+// logRemoval records that object o leaves its values at rev (it is deleted
+// or its values change), keeping references to them; m.mu is held.
+func (m *Memory) logRemoval(o uint32, rev int64) {
+	if len(m.removed) >= maxRemoved {
+		m.forget(m.removed[len(m.removed)/4].rev)
+	}
+	m.removed = append(m.removed, removal{rev: rev, key: m.obj.key(o)})
+	for p := range m.set.ids {
+		v := m.obj.val(o, p)
+		if v != 0 {
+			m.refs[v]++
+		}
+		m.removedVals = append(m.removedVals, v)
+	}
+}
+
+// Forget drops the removals of revisions up to rev, so that Keys at a
+// revision older than rev fail. The backend calls it with the revision its
+// store is compacted to (lists older than that cannot be served anyway).
+// Until it does, at most 1M removals (about 64 MB) are kept.
+func (m *Memory) Forget(rev int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.forget(rev)
+}
+
+// forget is Forget with m.mu held.
+func (m *Memory) forget(rev int64) {
+	n := sort.Search(len(m.removed), func(i int) bool { return m.removed[i].rev > rev })
+	stride := m.set.Len()
+	for _, v := range m.removedVals[:n*stride] {
+		if v != 0 {
+			m.unref(v)
+		}
+	}
+	clear(m.removed[:n])
+	m.removed = m.removed[n:]
+	m.removedVals = m.removedVals[n*stride:]
+	if len(m.removed) < cap(m.removed)/2 { // give back the dropped front
+		m.removed = slices.Clone(m.removed)
+		m.removedVals = slices.Clone(m.removedVals)
+	}
+	m.since = max(m.since, rev)
 }
 
 // objBlock is how many objects a block of the object tables holds. The

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -85,7 +86,7 @@ func TestMemoryKeys(t *testing.T) {
 		{"type", sel("", eq(eventapi.FieldType, "Warning")), "", 0, []string{"b/e9"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, rev, err := m.Keys(m.Set().Plan(c.sel), c.after, c.limit)
+			got, rev, err := m.Keys(m.Set().Plan(c.sel), 0, c.after, c.limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -97,13 +98,43 @@ func TestMemoryKeys(t *testing.T) {
 			}
 		})
 	}
+	for _, c := range []struct {
+		name string
+		sel  storage.Selector
+		at   int64
+		want []string
+	}{
+		{"deleted after 6 is a candidate at 6", sel("", eq(eventapi.FieldInvolvedName, "p")), 6, []string{"a-b/e1", "a/e0", "a/e1", "b/e8", "b/gone"}},
+		{"deleted at 7 is not one at 7", sel("", eq(eventapi.FieldInvolvedName, "p")), 7, []string{"a-b/e1", "a/e0", "a/e1", "b/e8"}},
+		{"old value at 8", sel("", eq(eventapi.FieldInvolvedName, "q")), 8, []string{"a/e0"}},
+		{"old value now", sel("", eq(eventapi.FieldInvolvedName, "q")), 9, nil},
+		{"deleted name at 6", sel("b", eq(eventapi.FieldName, "gone")), 6, []string{"b/gone"}},
+		{"all at 6, namespace b", sel("b"), 6, []string{"b/e8", "b/e9", "b/gone"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, _, err := m.Keys(m.Set().Plan(c.sel), c.at, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(c.want, got); d != "" {
+				t.Errorf("Keys at %d (-want +got):\n%s", c.at, d)
+			}
+		})
+	}
+	m.Forget(8)
+	if got, _, err := m.Keys(m.Set().Plan(sel("", eq(eventapi.FieldInvolvedName, "q"))), 8, "", 0); err != nil || len(got) != 1 {
+		t.Errorf("Keys at 8 after Forget(8): %q, %v", got, err)
+	}
+	if _, _, err := m.Keys(Plan{}, 7, "", 0); !errors.Is(err, storage.ErrCompacted) {
+		t.Errorf("Keys at 7 after Forget(8): %v, want ErrCompacted", err)
+	}
 	if n := m.Len(); n != 5 {
 		t.Errorf("Len %d, want 5", n)
 	}
 	if err := m.check(); err != nil {
 		t.Error(err)
 	}
-	if _, _, err := NewMemory(Base()).Keys(Plan{Lookups: []Lookup{{Action, "x"}}}, "", 0); err == nil {
+	if _, _, err := NewMemory(Base()).Keys(Plan{Lookups: []Lookup{{Action, "x"}}}, 0, "", 0); err == nil {
 		t.Error("a lookup on an index the Memory does not keep gave no error")
 	}
 }
@@ -154,6 +185,14 @@ func (m *Memory) check() error {
 				refs[v]++
 			}
 		}
+	}
+	for _, v := range m.removedVals {
+		if v != 0 {
+			refs[v]++
+		}
+	}
+	if len(m.removedVals) != len(m.removed)*int(n) {
+		return fmt.Errorf("%d removals with %d values", len(m.removed), len(m.removedVals))
 	}
 	if d := cmp.Diff(m.refs[1:], refs[1:]); d != "" {
 		return fmt.Errorf("reference counts (-have +true):\n%s", d)
@@ -276,19 +315,23 @@ func TestMemoryRandom(t *testing.T) {
 		}
 		return sel
 	}
-	// candidates is the brute-force answer to Keys(p, after, 0).
+	// candidate reports whether key, holding ev, is a key Keys(p, 0, after,
+	// 0) must return: the brute-force answer.
+	candidate := func(p Plan, after, key string, ev *corev1.Event) bool {
+		if key <= after || p.None || p.Namespace != "" && ev.Namespace != p.Namespace ||
+			p.Name != "" && ev.Name != p.Name {
+			return false
+		}
+		ok := p.Lookups == nil
+		for _, l := range p.Lookups {
+			ok = ok || valueOf(ev, l.ID) == l.Value
+		}
+		return ok
+	}
 	candidates := func(model map[string]*corev1.Event, p Plan, after string) []string {
 		var out []string
 		for key, ev := range model {
-			if key <= after || p.None || p.Namespace != "" && ev.Namespace != p.Namespace ||
-				p.Name != "" && ev.Name != p.Name {
-				continue
-			}
-			ok := p.Lookups == nil
-			for _, l := range p.Lookups {
-				ok = ok || valueOf(ev, l.ID) == l.Value
-			}
-			if ok {
+			if candidate(p, after, key, ev) {
 				out = append(out, key)
 			}
 		}
@@ -298,18 +341,33 @@ func TestMemoryRandom(t *testing.T) {
 
 	m := NewMemory(All())
 	model := map[string]*corev1.Event{}
+	// history holds every key's versions (nil: deleted), for Keys at
+	// older revisions.
+	type version struct {
+		rev int64
+		ev  *corev1.Event
+	}
+	history := map[string][]version{}
+	var roundRevs []int64
+	forgotten := int64(0)
 	rev := int64(0)
+	del := func(key string) {
+		rev++
+		m.Delete(key, rev)
+		delete(model, key)
+		history[key] = append(history[key], version{rev, nil})
+	}
 	for round := range 40 {
 		for range 500 {
 			key := pick(namespaces...) + "/" + numbered("e", 600)
-			rev++
 			if r.IntN(4) == 0 {
-				m.Delete(key, rev)
-				delete(model, key)
+				del(key)
 			} else {
+				rev++
 				ev := randEvent(key)
 				m.Put(key, ev, rev)
 				model[key] = ev
+				history[key] = append(history[key], version{rev, ev})
 			}
 		}
 		if round == 29 && len(m.byKey.chunks) < 2 {
@@ -318,10 +376,16 @@ func TestMemoryRandom(t *testing.T) {
 		if round == 30 { // shrink: merges chunks
 			for key := range model {
 				if r.IntN(10) > 0 {
-					rev++
-					m.Delete(key, rev)
-					delete(model, key)
+					del(key)
 				}
+			}
+		}
+		roundRevs = append(roundRevs, rev)
+		if round%10 == 9 {
+			forgotten = roundRevs[round-5]
+			m.Forget(forgotten)
+			if _, _, err := m.Keys(Plan{}, forgotten-1, "", 0); !errors.Is(err, storage.ErrCompacted) {
+				t.Fatalf("Keys at %d after Forget(%d): %v, want ErrCompacted", forgotten-1, forgotten, err)
 			}
 		}
 		if err := m.check(); err != nil {
@@ -337,7 +401,7 @@ func TestMemoryRandom(t *testing.T) {
 			if r.IntN(3) == 0 {
 				after = pick(namespaces...) + "/" + numbered("e", 600) + pick("", "0")
 			}
-			got, gotRev, err := m.Keys(p, after, 0)
+			got, gotRev, err := m.Keys(p, 0, after, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -348,15 +412,19 @@ func TestMemoryRandom(t *testing.T) {
 			if gotRev != rev {
 				t.Fatalf("revision %d, want %d", gotRev, rev)
 			}
+			gotSet := map[string]bool{}
+			for _, key := range got {
+				gotSet[key] = true
+			}
 			for key, ev := range model {
-				if key > after && sel.Matches(ev) && !slices.Contains(got, key) {
+				if key > after && sel.Matches(ev) && !gotSet[key] {
 					t.Fatalf("selector %+v matches %q, which the plan %+v missed", sel, key, p)
 				}
 			}
 			var paged []string
 			limit := 1 + r.IntN(40)
 			for last := after; ; {
-				page, _, err := m.Keys(p, last, limit)
+				page, _, err := m.Keys(p, 0, last, limit)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -368,6 +436,47 @@ func TestMemoryRandom(t *testing.T) {
 			}
 			if d := cmp.Diff(want, paged); d != "" {
 				t.Fatalf("pages of %d, selector %+v (-want +got):\n%s", limit, sel, d)
+			}
+
+			// At an older revision, the keys hold the candidates of that
+			// revision and of now, and only keys that were candidates at
+			// some revision in between.
+			if r.IntN(5) > 0 {
+				continue
+			}
+			at := max(forgotten, roundRevs[r.IntN(len(roundRevs))])
+			got, _, err = m.Keys(p, at, after, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.IsSorted(got) || len(slices.Compact(slices.Clone(got))) != len(got) {
+				t.Fatalf("keys at %d not sorted and distinct: %q", at, got)
+			}
+			then := map[string]*corev1.Event{}
+			upper := map[string]bool{}
+			gotSet = map[string]bool{}
+			for _, key := range got {
+				gotSet[key] = true
+			}
+			for key, vs := range history {
+				for i, v := range vs {
+					if v.rev <= at && v.ev != nil && (i+1 == len(vs) || vs[i+1].rev > at) {
+						then[key] = v.ev
+					}
+					if v.ev != nil && (i+1 == len(vs) || vs[i+1].rev > at) && candidate(p, after, key, v.ev) {
+						upper[key] = true
+					}
+				}
+			}
+			for _, key := range append(candidates(then, p, after), want...) {
+				if !gotSet[key] {
+					t.Fatalf("keys at %d for plan %+v after %q miss %q", at, p, after, key)
+				}
+			}
+			for _, key := range got {
+				if !upper[key] {
+					t.Fatalf("keys at %d for plan %+v after %q hold %q, never a candidate since", at, p, after, key)
+				}
 			}
 		}
 	}
