@@ -25,9 +25,9 @@ func TestMemoryConcurrent(t *testing.T) {
 		for i := range writes {
 			key, ev := realisticEvent(i % 4000)
 			if i%5 == 4 {
-				m.Delete(key, int64(i+1))
+				deleteKey(m, key, int64(i+1))
 			} else {
-				m.Put(key, ev, int64(i+1))
+				m.Put(ev, int64(i+1))
 			}
 		}
 	})

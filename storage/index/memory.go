@@ -18,15 +18,16 @@ import (
 // the events holding each value, in key order. Keys are "<namespace>/<name>",
 // whose byte order is etcd's and kube-apiserver's list order.
 //
-// It holds no objects: each key once, a value id per index per event, and
-// each distinct value once (interned). Ids are kept in sorted chunks (see
-// list) rather than in a B-tree such as github.com/google/btree: a chunk
-// costs about 5 bytes per id where a B-tree of uint32 items leaves its
-// nodes a third empty and adds a node header per few dozen items, and no
-// dependency is needed. With 1M realistic events (All(), see
-// BenchmarkMemoryBytesPerEvent) it holds about 190 bytes per event: the
-// key (about 80 of them for a 50-byte key), 40 for the value ids, about
-// 45 for the list entries and about 25 for interned uids and names.
+// It holds no objects: each name once, a namespace id and a value id per
+// index per event, and each distinct namespace and value once (interned).
+// Object ids are kept in sorted chunks (see list) rather than in a B-tree
+// such as github.com/google/btree: a chunk costs about 5 bytes per id
+// where a B-tree of uint32 items leaves its nodes a third empty and adds a
+// node header per few dozen items, and no dependency is needed. With 1M
+// realistic events (All(), see BenchmarkMemoryBytesPerEvent) it holds
+// about 180 bytes per event: the name (about 64 for a 42-byte name), 44
+// for the namespace and value ids, about 45 for the list entries and about
+// 25 for interned uids and names.
 //
 // One goroutine (the watch feed) writes with Put and Delete; any number
 // read concurrently. Every write records the revision it brings the index
@@ -41,8 +42,8 @@ type Memory struct {
 	byKey list     // every object, by key
 	lists []list   // per index position: the objects with a value, by (value id, key)
 
-	// Interned values, by id (0 is no value): the string, and how many
-	// index entries refer to it.
+	// Interned namespaces and values, by id (0 is none): the string, and
+	// how many objects, index entries and removals refer to it.
 	strs     []string
 	refs     []uint32
 	ids      map[string]uint32
@@ -94,56 +95,132 @@ func (m *Memory) Revision() int64 {
 	return m.rev
 }
 
-// keyBefore returns the predicate of list.search for the first object whose
-// key is >= key (or > key when after is set).
-func (m *Memory) keyBefore(key string, after bool) func(uint32) bool {
-	if after {
-		return func(o uint32) bool { return m.obj.key(o) <= key }
+// compareKey compares the key ns+"/"+name with t, as strings, without
+// building the key.
+func compareKey(ns, name, t string) int {
+	n := min(len(ns), len(t))
+	if c := strings.Compare(ns[:n], t[:n]); c != 0 {
+		return c
 	}
-	return func(o uint32) bool { return m.obj.key(o) < key }
+	switch {
+	case len(t) == n: // t is a prefix of ns: the key is longer
+		return 1
+	case t[n] != '/':
+		return compareByte('/', t[n])
+	}
+	return strings.Compare(name, t[n+1:])
+}
+
+// key returns the key of object o.
+func (m *Memory) key(o uint32) string { return m.strs[m.obj.ns(o)] + "/" + m.obj.name(o) }
+
+// cmp compares the key of object o with t.
+func (m *Memory) cmp(o uint32, t string) int {
+	return compareKey(m.strs[m.obj.ns(o)], m.obj.name(o), t)
+}
+
+// cmpObj compares the keys of objects a and b.
+func (m *Memory) cmpObj(a, b uint32) int {
+	na, nb := m.obj.ns(a), m.obj.ns(b)
+	if na == nb {
+		return strings.Compare(m.obj.name(a), m.obj.name(b))
+	}
+	return compareNS(m.strs[na], m.strs[nb])
+}
+
+// compareNS compares a+"/" with b+"/": the order of keys in namespaces a
+// and b.
+func compareNS(a, b string) int {
+	n := min(len(a), len(b))
+	if c := strings.Compare(a[:n], b[:n]); c != 0 {
+		return c
+	}
+	switch {
+	case len(a) == len(b):
+		return 0
+	case len(a) < len(b):
+		return compareByte('/', b[n])
+	}
+	return compareByte(a[n], '/')
+}
+
+// compareByte compares two bytes.
+func compareByte(a, b byte) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// keyBefore returns the predicate of list.search for the first object whose
+// key is >= t (or > t when after is set).
+func (m *Memory) keyBefore(t string, after bool) func(uint32) bool {
+	if after {
+		return func(o uint32) bool { return m.cmp(o, t) <= 0 }
+	}
+	return func(o uint32) bool { return m.cmp(o, t) < 0 }
 }
 
 // valBefore is keyBefore within the list of index position p, for value
 // id v.
-func (m *Memory) valBefore(p int, v uint32, key string, after bool) func(uint32) bool {
+func (m *Memory) valBefore(p int, v uint32, t string, after bool) func(uint32) bool {
 	return func(o uint32) bool {
-		ov := m.obj.val(o, p)
-		if ov != v {
+		if ov := m.obj.val(o, p); ov != v {
 			return ov < v
 		}
 		if after {
-			return m.obj.key(o) <= key
+			return m.cmp(o, t) <= 0
 		}
-		return m.obj.key(o) < key
+		return m.cmp(o, t) < 0
 	}
 }
 
-// find returns the object holding key and its position in byKey.
-func (m *Memory) find(key string) (uint32, pos, bool) {
-	p := m.byKey.search(m.keyBefore(key, false))
-	o, ok := m.byKey.at(p)
-	return o, p, ok && m.obj.key(o) == key
+// objBefore is valBefore for the key of object o.
+func (m *Memory) objBefore(p int, v, o uint32) func(uint32) bool {
+	return func(x uint32) bool {
+		if xv := m.obj.val(x, p); xv != v {
+			return xv < v
+		}
+		return m.cmpObj(x, o) < 0
+	}
 }
 
-// Put indexes ev under key, replacing what key had, and records rev as the
-// index's revision (it never goes back). The index keeps copies of key and
-// of ev's values, never ev.
-func (m *Memory) Put(key string, ev *corev1.Event, rev int64) {
+// find returns the object holding namespace/name and its position in
+// byKey.
+func (m *Memory) find(namespace, name string) (uint32, pos, bool) {
+	ns := m.ids[namespace]
+	p := m.byKey.search(func(o uint32) bool {
+		if on := m.obj.ns(o); on != ns {
+			return compareNS(m.strs[on], namespace) < 0
+		}
+		return m.obj.name(o) < name
+	})
+	o, ok := m.byKey.at(p)
+	return o, p, ok && ns != 0 && m.obj.ns(o) == ns && m.obj.name(o) == name
+}
+
+// Put indexes ev under its namespace and name, replacing what that key
+// had, and records rev as the index's revision (it never goes back). The
+// index keeps copies of ev's name and values, never ev.
+func (m *Memory) Put(ev *corev1.Event, rev int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	defer m.advance(rev)
-	o, at, ok := m.find(key)
+	o, at, ok := m.find(ev.Namespace, ev.Name)
 	if ok && m.changes(o, ev) {
 		m.logRemoval(o, rev)
 	}
 	if !ok {
-		key = strings.Clone(key)
 		if k := len(m.free); k > 0 {
 			o, m.free = m.free[k-1], m.free[:k-1]
 		} else {
 			o = m.obj.add()
 		}
-		m.obj.setKey(o, key)
+		m.obj.set(o, m.intern(ev.Namespace), strings.Clone(ev.Name))
+		// Interning a new namespace does not move at: ids order nothing.
 		m.byKey.insert(at, o)
 	}
 	for p, id := range m.set.ids {
@@ -157,7 +234,7 @@ func (m *Memory) Put(key string, ev *corev1.Event, rev int64) {
 		}
 		if v != "" {
 			nv := m.intern(v)
-			m.lists[p].insert(m.lists[p].search(m.valBefore(p, nv, m.obj.key(o), false)), o)
+			m.lists[p].insert(m.lists[p].search(m.objBefore(p, nv, o)), o)
 			m.obj.setVal(o, p, nv)
 		}
 	}
@@ -173,13 +250,13 @@ func (m *Memory) changes(o uint32, ev *corev1.Event) bool {
 	return false
 }
 
-// Delete removes key from the index, if it is there, and records rev as
-// the index's revision.
-func (m *Memory) Delete(key string, rev int64) {
+// Delete removes namespace/name from the index, if it is there, and
+// records rev as the index's revision.
+func (m *Memory) Delete(namespace, name string, rev int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	defer m.advance(rev)
-	o, at, ok := m.find(key)
+	o, at, ok := m.find(namespace, name)
 	if !ok {
 		return
 	}
@@ -190,7 +267,8 @@ func (m *Memory) Delete(key string, rev int64) {
 		}
 	}
 	m.byKey.remove(at)
-	m.obj.setKey(o, "")
+	m.unref(m.obj.ns(o))
+	m.obj.set(o, 0, "")
 	m.free = append(m.free, o)
 }
 
@@ -234,13 +312,12 @@ func (m *Memory) advance(rev int64) {
 // unindex removes object o, holding value id v, from the list at position p.
 func (m *Memory) unindex(p int, o, v uint32) {
 	l := &m.lists[p]
-	at := l.search(m.valBefore(p, v, m.obj.key(o), false))
-	l.remove(at)
+	l.remove(l.search(m.objBefore(p, v, o)))
 	m.obj.setVal(o, p, 0)
 	m.unref(v)
 }
 
-// unref drops a reference to value id v, freeing it with the last one.
+// unref drops a reference to id v, freeing it with the last one.
 func (m *Memory) unref(v uint32) {
 	if m.refs[v]--; m.refs[v] == 0 {
 		delete(m.ids, m.strs[v])
@@ -249,7 +326,7 @@ func (m *Memory) unref(v uint32) {
 	}
 }
 
-// intern returns the id of value s, taking a reference to it.
+// intern returns the id of s, taking a reference to it.
 func (m *Memory) intern(s string) uint32 {
 	if v, ok := m.ids[s]; ok {
 		m.refs[v]++
@@ -298,7 +375,6 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 	if exclusive {
 		start = after
 	}
-	inNS := func(o uint32) bool { return strings.HasPrefix(m.obj.key(o), lower) }
 
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -306,7 +382,9 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 	if at > 0 && at < m.since {
 		return nil, rev, fmt.Errorf("revision %d: removals are kept from %d: %w", at, m.since, storage.ErrCompacted)
 	}
-	vids := make([]uint32, len(p.Lookups)) // value ids; 0 for values the index has never seen
+	nsID := m.ids[p.Namespace]
+	inNS := func(o uint32) bool { return p.Namespace == "" || m.obj.ns(o) == nsID }
+	vids := make([]uint32, len(p.Lookups)) // value ids; 0 for values the index does not hold
 	poss := make([]int, len(p.Lookups))
 	for i, lk := range p.Lookups {
 		if poss[i] = m.set.pos(lk.ID); poss[i] < 0 {
@@ -319,7 +397,8 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 	if at > 0 && at < m.rev {
 		for i := sort.Search(len(m.removed), func(i int) bool { return m.removed[i].rev > at }); i < len(m.removed); i++ {
 			r := m.removed[i]
-			if r.key <= after || !strings.HasPrefix(r.key, lower) || p.Name != "" && r.key != p.Namespace+"/"+p.Name {
+			ns := m.strs[r.ns]
+			if compareKey(ns, r.name, after) <= 0 || p.Namespace != "" && ns != p.Namespace || p.Name != "" && r.name != p.Name {
 				continue
 			}
 			ok := p.Lookups == nil
@@ -327,7 +406,7 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 				ok = ok || vids[j] != 0 && m.removedVals[i*m.set.Len()+poss[j]] == vids[j]
 			}
 			if ok {
-				removed = append(removed, r.key)
+				removed = append(removed, ns+"/"+r.name)
 			}
 		}
 		slices.Sort(removed)
@@ -339,10 +418,12 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 		return nil, rev, nil
 	case p.Name != "":
 		key := p.Namespace + "/" + p.Name
-		if _, _, ok := m.find(key); ok && key > after || len(removed) > 0 {
+		if _, _, ok := m.find(p.Namespace, p.Name); ok && key > after || len(removed) > 0 {
 			return []string{key}, rev, nil
 		}
 		return nil, rev, nil
+	case p.Namespace != "" && nsID == 0 && len(removed) == 0:
+		return nil, rev, nil // no key in that namespace
 	case p.Lookups == nil:
 		streams = append(streams, stream{l: &m.byKey, at: m.byKey.search(m.keyBefore(start, exclusive)), in: inNS})
 	}
@@ -354,16 +435,25 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 		streams = append(streams, stream{l: l, at: l.search(m.valBefore(p, v, start, exclusive)),
 			in: func(o uint32) bool { return m.obj.val(o, p) == v && inNS(o) }})
 	}
+	heads := make([]string, len(streams)) // the key at each stream's head; "" past its end
+	head := func(i int) {
+		heads[i] = ""
+		if o, ok := streams[i].l.at(streams[i].at); ok && streams[i].in(o) {
+			heads[i] = m.key(o)
+		}
+	}
+	for i := range streams {
+		head(i)
+	}
 	for limit <= 0 || len(keys) < limit {
 		// The smallest key at the head of a stream; equal heads are one key.
-		best := ""
-		found := len(removed) > 0
+		best, found := "", len(removed) > 0
 		if found {
 			best = removed[0]
 		}
-		for _, s := range streams {
-			if o, ok := s.l.at(s.at); ok && s.in(o) && (!found || m.obj.key(o) < best) {
-				best, found = m.obj.key(o), true
+		for _, h := range heads {
+			if h != "" && (!found || h < best) {
+				best, found = h, true
 			}
 		}
 		if !found {
@@ -373,26 +463,28 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 		if len(removed) > 0 && removed[0] == best {
 			removed = removed[1:]
 		}
-		for i := range streams {
-			s := &streams[i]
-			if o, ok := s.l.at(s.at); ok && m.obj.key(o) == best {
-				s.at = s.l.next(s.at)
+		for i, h := range heads {
+			if h == best {
+				streams[i].at = streams[i].l.next(streams[i].at)
+				head(i)
 			}
 		}
 	}
 	return keys, rev, nil
 }
 
-// removal records that key left the index, or changed values, at rev; the
-// values it had are in removedVals, referenced.
+// removal records that key ns/name left the index, or changed values, at
+// rev; the values it had are in removedVals. It holds references to its
+// namespace and values.
 type removal struct {
-	rev int64
-	key string
+	rev  int64
+	ns   uint32
+	name string
 }
 
 // maxRemoved bounds the removals kept when the backend does not Forget
-// them: about 64 MB (64 bytes each), a 5-minute etcd compaction window at
-// 3,000 deletions and updates a second.
+// them: about 80 MB (about 80 bytes each with the name), a 5-minute etcd
+// compaction window at 3,000 deletions and updates a second.
 const maxRemoved = 1 << 20
 
 // logRemoval records that object o leaves its values at rev (it is deleted
@@ -401,7 +493,9 @@ func (m *Memory) logRemoval(o uint32, rev int64) {
 	if len(m.removed) >= maxRemoved {
 		m.forget(m.removed[len(m.removed)/4].rev)
 	}
-	m.removed = append(m.removed, removal{rev: rev, key: m.obj.key(o)})
+	ns := m.obj.ns(o)
+	m.refs[ns]++
+	m.removed = append(m.removed, removal{rev: rev, ns: ns, name: m.obj.name(o)})
 	for p := range m.set.ids {
 		v := m.obj.val(o, p)
 		if v != 0 {
@@ -414,7 +508,7 @@ func (m *Memory) logRemoval(o uint32, rev int64) {
 // Forget drops the removals of revisions up to rev, so that Keys at a
 // revision older than rev fail. The backend calls it with the revision its
 // store is compacted to (lists older than that cannot be served anyway).
-// Until it does, at most 1M removals (about 64 MB) are kept.
+// Until it does, at most 1M removals (about 80 MB) are kept.
 func (m *Memory) Forget(rev int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -425,6 +519,9 @@ func (m *Memory) Forget(rev int64) {
 func (m *Memory) forget(rev int64) {
 	n := sort.Search(len(m.removed), func(i int) bool { return m.removed[i].rev > rev })
 	stride := m.set.Len()
+	for _, r := range m.removed[:n] {
+		m.unref(r.ns)
+	}
 	for _, v := range m.removedVals[:n*stride] {
 		if v != 0 {
 			m.unref(v)
@@ -446,31 +543,39 @@ func (m *Memory) forget(rev int64) {
 // at a million events briefly doubles 60 MB).
 const objBlock = 4096
 
-// objects are the object tables, by object id: each object's key ("" when
-// the id is free) and, for each index position p of the set, the id of
-// the value the object has in that index (0 for none).
+// objects are the object tables, by object id: each object's name ("" when
+// the id is free), the id of its namespace and, for each index position p
+// of the set, the id of the value the object has in that index (0 for
+// none).
 type objects struct {
 	n      int // ids handed out
 	stride int // index positions
-	keys   [][]string
+	names  [][]string
+	nss    [][]uint32
 	vals   [][]uint32
 }
 
 // add returns a new object id.
 func (t *objects) add() uint32 {
 	if t.n%objBlock == 0 {
-		t.keys = append(t.keys, make([]string, objBlock))
+		t.names = append(t.names, make([]string, objBlock))
+		t.nss = append(t.nss, make([]uint32, objBlock))
 		t.vals = append(t.vals, make([]uint32, objBlock*t.stride))
 	}
 	t.n++
 	return uint32(t.n - 1)
 }
 
-// key returns the key of object o.
-func (t *objects) key(o uint32) string { return t.keys[o/objBlock][o%objBlock] }
+// name returns the name of object o.
+func (t *objects) name(o uint32) string { return t.names[o/objBlock][o%objBlock] }
 
-// setKey sets the key of object o.
-func (t *objects) setKey(o uint32, k string) { t.keys[o/objBlock][o%objBlock] = k }
+// ns returns the namespace id of object o.
+func (t *objects) ns(o uint32) uint32 { return t.nss[o/objBlock][o%objBlock] }
+
+// set sets the namespace id and name of object o.
+func (t *objects) set(o, ns uint32, name string) {
+	t.nss[o/objBlock][o%objBlock], t.names[o/objBlock][o%objBlock] = ns, name
+}
 
 // val returns the value id of object o at index position p.
 func (t *objects) val(o uint32, p int) uint32 {

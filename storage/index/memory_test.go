@@ -25,6 +25,12 @@ func event(key string, mutate func(*corev1.Event)) *corev1.Event {
 	return ev
 }
 
+// deleteKey deletes key ("<namespace>/<name>") from m.
+func deleteKey(m *Memory, key string, rev int64) {
+	ns, name, _ := strings.Cut(key, "/")
+	m.Delete(ns, name, rev)
+}
+
 func TestMemoryKeys(t *testing.T) {
 	m := NewMemory(All())
 	pod := func(name, uid string) func(*corev1.Event) {
@@ -33,7 +39,7 @@ func TestMemoryKeys(t *testing.T) {
 			ev.Reason, ev.Type, ev.ReportingController, ev.ReportingInstance, ev.Action = "Pulled", "Normal", "kubelet", "node-1", "Pull"
 		}
 	}
-	put := func(key string, mutate func(*corev1.Event), rev int64) { m.Put(key, event(key, mutate), rev) }
+	put := func(key string, mutate func(*corev1.Event), rev int64) { m.Put(event(key, mutate), rev) }
 	put("a/e1", pod("p", "u1"), 1)
 	put("a-b/e1", pod("p", "u2"), 2)
 	put("a/e0", pod("q", "u3"), 3)
@@ -44,8 +50,8 @@ func TestMemoryKeys(t *testing.T) {
 	}, 4)
 	put("b/e8", func(ev *corev1.Event) { ev.InvolvedObject.Name = "p"; ev.Source.Component = "kubelet" }, 5)
 	put("b/gone", pod("p", "u1"), 6)
-	m.Delete("b/gone", 7)
-	m.Delete("b/never", 8)
+	m.Delete("b", "gone", 7)
+	m.Delete("b", "never", 8)
 	// Moves a/e0 from q to p; it keeps its other values.
 	put("a/e0", pod("p", "u3"), 9)
 
@@ -152,13 +158,13 @@ func TestMemoryWait(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() { done <- m.Wait(context.Background(), 7) }()
-	m.Put("a/b", event("a/b", func(*corev1.Event) {}), 6)
+	m.Put(event("a/b", func(*corev1.Event) {}), 6)
 	select {
 	case err := <-done:
 		t.Fatalf("Wait(7) returned %v at revision 6", err)
 	case <-time.After(10 * time.Millisecond): // a bound on a negative: no clock involved
 	}
-	m.Delete("a/b", 7)
+	m.Delete("a", "b", 7)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -176,15 +182,19 @@ func (m *Memory) check() error {
 	refs := make([]uint32, len(m.strs))
 	live := 0
 	for o := range uint32(m.obj.n) {
-		if m.obj.key(o) == "" {
+		if m.obj.name(o) == "" {
 			continue
 		}
 		live++
+		refs[m.obj.ns(o)]++
 		for p := range int(n) {
 			if v := m.obj.val(o, p); v != 0 {
 				refs[v]++
 			}
 		}
+	}
+	for _, r := range m.removed {
+		refs[r.ns]++
 	}
 	for _, v := range m.removedVals {
 		if v != 0 {
@@ -218,12 +228,12 @@ func (m *Memory) check() error {
 		}
 		for i := 1; i < len(ids); i++ {
 			if !less(ids[i-1], ids[i]) {
-				return nil, fmt.Errorf("%s: %q before %q", name, m.obj.key(ids[i-1]), m.obj.key(ids[i]))
+				return nil, fmt.Errorf("%s: %q before %q", name, m.key(ids[i-1]), m.key(ids[i]))
 			}
 		}
 		return ids, nil
 	}
-	ids, err := walk("byKey", &m.byKey, func(a, b uint32) bool { return m.obj.key(a) < m.obj.key(b) })
+	ids, err := walk("byKey", &m.byKey, func(a, b uint32) bool { return m.key(a) < m.key(b) })
 	if err != nil {
 		return err
 	}
@@ -233,19 +243,19 @@ func (m *Memory) check() error {
 	for p := range n {
 		val := func(o uint32) uint32 { return m.obj.val(o, int(p)) }
 		ids, err := walk(m.set.ids[p].String(), &m.lists[p], func(a, b uint32) bool {
-			return val(a) < val(b) || val(a) == val(b) && m.obj.key(a) < m.obj.key(b)
+			return val(a) < val(b) || val(a) == val(b) && m.key(a) < m.key(b)
 		})
 		if err != nil {
 			return err
 		}
 		want := 0
 		for o := range uint32(m.obj.n) {
-			if m.obj.key(o) != "" && val(o) != 0 {
+			if m.obj.name(o) != "" && val(o) != 0 {
 				want++
 			}
 		}
 		for _, o := range ids {
-			if m.obj.key(o) == "" || val(o) == 0 {
+			if m.obj.name(o) == "" || val(o) == 0 {
 				return fmt.Errorf("%v lists object %d, free or without a value", m.set.ids[p], o)
 			}
 		}
@@ -353,7 +363,7 @@ func TestMemoryRandom(t *testing.T) {
 	rev := int64(0)
 	del := func(key string) {
 		rev++
-		m.Delete(key, rev)
+		deleteKey(m, key, rev)
 		delete(model, key)
 		history[key] = append(history[key], version{rev, nil})
 	}
@@ -365,7 +375,7 @@ func TestMemoryRandom(t *testing.T) {
 			} else {
 				rev++
 				ev := randEvent(key)
-				m.Put(key, ev, rev)
+				m.Put(ev, rev)
 				model[key] = ev
 				history[key] = append(history[key], version{rev, ev})
 			}
@@ -477,6 +487,28 @@ func TestMemoryRandom(t *testing.T) {
 				if !upper[key] {
 					t.Fatalf("keys at %d for plan %+v after %q hold %q, never a candidate since", at, p, after, key)
 				}
+			}
+		}
+	}
+}
+
+// TestCompareKey checks the comparisons that avoid building keys against
+// comparing the built keys.
+func TestCompareKey(t *testing.T) {
+	parts := []string{"", "a", "a-b", "a.b", "ab", "a0", "b", "a/", "a/b"}
+	sign := func(c int) int { return max(-1, min(1, c)) }
+	for _, ns := range parts {
+		for _, name := range parts {
+			for _, target := range parts {
+				if got, want := sign(compareKey(ns, name, target)), strings.Compare(ns+"/"+name, target); got != want {
+					t.Errorf("compareKey(%q, %q, %q) = %d, want %d", ns, name, target, got, want)
+				}
+			}
+			if strings.Contains(ns, "/") || strings.Contains(name, "/") {
+				continue
+			}
+			if got, want := sign(compareNS(ns, name)), strings.Compare(ns+"/", name+"/"); got != want {
+				t.Errorf("compareNS(%q, %q) = %d, want %d", ns, name, got, want)
 			}
 		}
 	}
