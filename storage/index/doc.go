@@ -12,17 +12,19 @@
 // with pagination. It keeps keys and interned values, never objects.
 //
 // A backend over etcd uses it so: build a Memory of All() from a list of
-// the events prefix at revision R (Put each with R), and feed it from one
-// watch of the prefix from R+1 with progress notifications: Put for a PUT,
-// Delete for a DELETE, SetRevision for a progress notification, Forget
-// with the revision etcd is compacted to. A list plans with
-// Memory.Set().Plan; a plan with no lookups (and no Name) is a range read
-// of etcd as usual. Otherwise, for a first page, it calls Wait for etcd's
+// the events prefix at revision R (Put each event with R), and feed it
+// from one watch of the prefix from R+1, with progress notifications: Put
+// for a PUT, Delete(namespace, name) for a DELETE, SetRevision for a
+// progress notification, and Forget with the revision etcd is compacted
+// to. A list plans with Memory.Set().Plan. A plan with Name set is a get
+// of that key; one without lookups is a range read of etcd, as without an
+// index. Otherwise, for a first page, the backend calls Wait for etcd's
 // current revision, takes Keys(plan, 0, "", limit) and serves the list at
 // the revision Keys returned: it gets those keys from etcd at that
-// revision and keeps the objects Selector.Matches accepts, asking for more
-// keys after the last while the page is short. A later page passes the
-// list's revision as Keys' at, so that keys deleted or changed since are
-// still among the candidates. If the watch is compacted away, the backend
-// builds a new Memory and swaps it in.
+// revision (one transaction of gets) and keeps the objects
+// Selector.Matches accepts, asking for more keys after the last while the
+// page is short. A later page passes the list's revision as Keys' at, so
+// that keys deleted or changed since are still among the candidates. If
+// the watch is compacted away, the backend builds a new Memory and swaps
+// it in.
 package index

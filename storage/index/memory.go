@@ -359,7 +359,9 @@ func (m *Memory) intern(s string) uint32 {
 // the keys removed, or whose values changed, since (see Forget), and keys
 // created since, which the fetch at the older revision does not find.
 // When fewer than limit keys come back, there are no more. An at older
-// than the removals kept gives an error wrapping storage.ErrCompacted.
+// than the removals kept gives an error wrapping storage.ErrCompacted; an
+// at newer than the index, one wrapping storage.ErrFutureRevision (Wait
+// for it first).
 func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string, rev int64, err error) {
 	type stream struct {
 		l  *list
@@ -379,8 +381,11 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	rev = m.rev
-	if at > 0 && at < m.since {
+	switch {
+	case at > 0 && at < m.since:
 		return nil, rev, fmt.Errorf("revision %d: removals are kept from %d: %w", at, m.since, storage.ErrCompacted)
+	case at > rev:
+		return nil, rev, fmt.Errorf("revision %d, index at %d: %w", at, rev, storage.ErrFutureRevision)
 	}
 	nsID := m.ids[p.Namespace]
 	inNS := func(o uint32) bool { return p.Namespace == "" || m.obj.ns(o) == nsID }

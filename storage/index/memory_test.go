@@ -134,6 +134,9 @@ func TestMemoryKeys(t *testing.T) {
 	if _, _, err := m.Keys(Plan{}, 7, "", 0); !errors.Is(err, storage.ErrCompacted) {
 		t.Errorf("Keys at 7 after Forget(8): %v, want ErrCompacted", err)
 	}
+	if _, _, err := m.Keys(Plan{}, 10, "", 0); !errors.Is(err, storage.ErrFutureRevision) {
+		t.Errorf("Keys at 10 with the index at 9: %v, want ErrFutureRevision", err)
+	}
 	if n := m.Len(); n != 5 {
 		t.Errorf("Len %d, want 5", n)
 	}
