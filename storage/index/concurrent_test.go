@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // -race): readers see sorted, distinct keys and a revision that never goes
 // back, and the writer's final state is what it wrote.
 func TestMemoryConcurrent(t *testing.T) {
-	const writes = 20_000
+	const writes = 10_000
 	m := NewMemory(All())
 	var wg sync.WaitGroup
 	done := make(chan struct{})

@@ -407,7 +407,7 @@ func TestMemoryRandom(t *testing.T) {
 		if m.Len() != len(model) {
 			t.Fatalf("round %d: Len %d, model %d", round, m.Len(), len(model))
 		}
-		for range 50 {
+		for range 25 {
 			sel := randSelector()
 			p := m.Set().Plan(sel)
 			after := ""
