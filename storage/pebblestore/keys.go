@@ -3,9 +3,8 @@ package pebblestore
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 
-	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/storage/index"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -56,41 +55,12 @@ func expiryKey(expiry int64, sfx []byte) []byte {
 	return append(k, sfx...)
 }
 
-// index is a secondary index over one field. Planner preference follows
-// the order of indexes: the most selective fields first.
-type index struct {
-	id    byte
-	field eventapi.Field
-}
-
-var indexes = []index{
-	{'u', eventapi.FieldInvolvedUID},
-	{'U', eventapi.FieldRelatedUID},
-	{'n', eventapi.FieldInvolvedName},
-	{'N', eventapi.FieldRelatedName},
-	{'r', eventapi.FieldReason},
-	{'c', eventapi.FieldReportingComponent},
-	{'s', eventapi.FieldSource},
-	{'t', eventapi.FieldType},
-}
-
-// indexOf returns the index over field f. It is only used to build package
-// tables, so a field without an index panics at initialisation.
-func indexOf(f eventapi.Field) index {
-	for _, ix := range indexes {
-		if ix.field == f {
-			return ix
-		}
-	}
-	panic(fmt.Sprintf("pebblestore: no index over %v", f))
-}
-
-// indexPrefix returns the key prefix under which index idx holds value.
+// indexPrefix returns the key prefix under which index id holds value.
 // The value is escaped (0x00 → 0x00 0xff) and terminated by 0x00 0x01, so
 // that no value's prefix is another value's and order is preserved.
-func indexPrefix(id byte, value string) []byte {
+func indexPrefix(id index.ID, value string) []byte {
 	k := make([]byte, 0, 4+len(value))
-	k = append(k, prefixIndex, id)
+	k = append(k, prefixIndex, byte(id))
 	for i := 0; i < len(value); i++ {
 		k = append(k, value[i])
 		if value[i] == 0 {
@@ -100,19 +70,20 @@ func indexPrefix(id byte, value string) []byte {
 	return append(k, 0, 1)
 }
 
-func indexKey(id byte, value string, sfx []byte) []byte {
+func indexKey(id index.ID, value string, sfx []byte) []byte {
 	return append(indexPrefix(id, value), sfx...)
 }
 
-// indexKeys returns the index entries of ev. Empty values are not indexed:
-// they are common (legacy events have no reporting controller) and a query
-// for an empty value falls back to a scan.
+// indexes are the indexes pebble keeps on disk: the shared package's Base
+// set, whose IDs its keys hold.
+var indexes = index.Base()
+
+// indexKeys returns the index entries of ev: one per value it contributes
+// to an index (empty values are not indexed).
 func indexKeys(ev *corev1.Event, sfx []byte) [][]byte {
-	keys := make([][]byte, 0, len(indexes))
-	for _, ix := range indexes {
-		if v := eventapi.Value(ev, ix.field); v != "" {
-			keys = append(keys, indexKey(ix.id, v, sfx))
-		}
+	keys := make([][]byte, 0, indexes.Len())
+	for id, v := range indexes.Entries(ev) {
+		keys = append(keys, indexKey(id, v, sfx))
 	}
 	return keys
 }

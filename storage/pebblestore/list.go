@@ -10,8 +10,8 @@ import (
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/index"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -114,37 +114,6 @@ func (s *Store) listView(opts storage.ListOptions) (*view, string, error) {
 	return v, "", nil
 }
 
-// plan picks the index that serves sel, if any.
-func plan(sel storage.Selector) (index, string, bool) {
-	for _, ix := range indexes {
-		if v, ok := sel.Fields.Equal(ix.field); ok && v != "" {
-			return ix, v, true
-		}
-	}
-	return index{}, "", false
-}
-
-// involvesIndexes are, for the involves.uid and involves.name fields, the
-// pair of indexes (regarding, related) whose union holds their events.
-var involvesIndexes = []struct {
-	field eventapi.Field
-	ixs   []index
-}{
-	{eventapi.FieldInvolvesUID, []index{indexOf(eventapi.FieldInvolvedUID), indexOf(eventapi.FieldRelatedUID)}},
-	{eventapi.FieldInvolvesName, []index{indexOf(eventapi.FieldInvolvedName), indexOf(eventapi.FieldRelatedName)}},
-}
-
-// involvesPlan picks the pair of indexes (regarding, related) that serve
-// an involves.uid or involves.name term: the events in either.
-func involvesPlan(sel storage.Selector) ([]index, string, bool) {
-	for _, p := range involvesIndexes {
-		if v, ok := sel.Fields.Equal(p.field); ok && v != "" {
-			return p.ixs, v, true
-		}
-	}
-	return nil, "", false
-}
-
 // bounds returns the iterator bounds of the keys under prefix, within
 // namespace ns when it is set, and the key to seek to: the first key after
 // prefix+after when after is set and that falls within the bounds.
@@ -164,13 +133,13 @@ func bounds(prefix []byte, ns, after string) (lower, upper, seek []byte) {
 }
 
 // unionKeys returns the sorted, distinct "<ns>/<name>" suffixes after
-// the given one that the indexes hold for value, within namespace ns when
-// set: the candidates of an involves query, O(its matches).
-func unionKeys(ctx context.Context, v *view, ixs []index, value, ns, after string) ([]string, error) {
+// the given one that the lookups hold, within namespace ns when set: the
+// candidates of an involves query, O(its matches).
+func unionKeys(ctx context.Context, v *view, lookups []index.Lookup, ns, after string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
-	for _, ix := range ixs {
-		prefix := indexPrefix(ix.id, value)
+	for _, l := range lookups {
+		prefix := indexPrefix(l.ID, l.Value)
 		lower, upper, seek := bounds(prefix, ns, after)
 		it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 		if err != nil {
@@ -201,19 +170,17 @@ func unionKeys(ctx context.Context, v *view, ixs []index, value, ns, after strin
 // the given one, reading an index when one applies, so that the cost is in
 // the number of candidates, not of stored events.
 func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
-	ns := sel.Namespace
-	if fns, ok := sel.Fields.Equal(eventapi.FieldNamespace); ok {
-		if ns != "" && ns != fns {
-			return nil, "", false, nil
-		}
-		ns = fns
+	p := indexes.Plan(sel)
+	if p.None {
+		return nil, "", false, nil
 	}
-	if name, ok := sel.Fields.Equal(eventapi.FieldName); ok && ns != "" {
+	ns := p.Namespace
+	if p.Name != "" {
 		// A single key: kubectl delete --wait and describe-style lookups.
 		if after != "" {
 			return nil, "", false, nil
 		}
-		ev, err := getObject(v.snap, ns, name)
+		ev, err := getObject(v.snap, ns, p.Name)
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, "", false, nil
 		}
@@ -222,16 +189,13 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 		}
 		return []*corev1.Event{ev}, "", false, nil
 	}
-
-	ix, value, indexed := plan(sel)
-	if !indexed {
-		if ixs, value, ok := involvesPlan(sel); ok {
-			return s.scanKeys(ctx, v, sel, ixs, value, ns, after, limit)
-		}
+	if len(p.Lookups) > 1 {
+		return s.scanKeys(ctx, v, sel, p.Lookups, ns, after, limit)
 	}
+	indexed := len(p.Lookups) == 1
 	prefix := []byte{prefixObject}
 	if indexed {
-		prefix = indexPrefix(ix.id, value)
+		prefix = indexPrefix(p.Lookups[0].ID, p.Lookups[0].Value)
 	}
 	lower, upper, seek := bounds(prefix, ns, after)
 	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
@@ -279,9 +243,9 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 	return items, last, false, nil
 }
 
-// scanKeys is scan over the union of several indexes.
-func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, ixs []index, value, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
-	keys, err := unionKeys(ctx, v, ixs, value, ns, after)
+// scanKeys is scan over the union of several index lookups.
+func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, lookups []index.Lookup, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
+	keys, err := unionKeys(ctx, v, lookups, ns, after)
 	if err != nil {
 		return nil, "", false, err
 	}

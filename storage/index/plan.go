@@ -1,0 +1,73 @@
+package index
+
+import (
+	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/storage"
+)
+
+// Lookup is one index lookup: the keys whose events index ID holds Value
+// for.
+type Lookup struct {
+	ID    ID
+	Value string
+}
+
+// Plan says which keys can hold the events a selector matches. Every
+// candidate must still be checked with Selector.Matches.
+type Plan struct {
+	// None is set when no event can match: the selector's namespace and
+	// its metadata.namespace term disagree, or it asks for an empty name.
+	None bool
+	// Namespace, when set, restricts the candidates to that namespace (from
+	// Selector.Namespace or a metadata.namespace term).
+	Namespace string
+	// Name, when set (always with Namespace), makes Namespace/Name the only
+	// candidate: a metadata.name term within a namespace.
+	Name string
+	// Lookups, when not nil, are the index lookups whose union holds every
+	// match (one for an equality on an indexed field, two for involves.uid
+	// or involves.name); nil means a scan of every key (within Namespace).
+	Lookups []Lookup
+}
+
+// Plan returns how to find the events sel matches with the indexes of s.
+// Among the equalities on indexed fields it uses the one on the most
+// selective index (the first in s's order); an involves.uid or
+// involves.name term, which needs both the regarding and the related
+// index, ranks as the later of the two and loses ties to a single lookup.
+// Empty values are not indexed, so terms asking for them are not used.
+func (s Set) Plan(sel storage.Selector) Plan {
+	p := Plan{Namespace: sel.Namespace}
+	if fns, ok := sel.Fields.Equal(eventapi.FieldNamespace); ok {
+		if p.Namespace != "" && p.Namespace != fns {
+			return Plan{None: true}
+		}
+		p.Namespace = fns
+	}
+	if name, ok := sel.Fields.Equal(eventapi.FieldName); ok && p.Namespace != "" {
+		if name == "" { // every stored event has a name
+			return Plan{None: true}
+		}
+		p.Name = name
+		return p
+	}
+	best := len(s.ids)
+	for i, id := range s.ids {
+		if v, ok := sel.Fields.Equal(id.Field()); ok && v != "" {
+			best = i
+			p.Lookups = []Lookup{{ID: id, Value: v}}
+			break
+		}
+	}
+	for _, inv := range involves {
+		a, b := s.pos(inv.pair[0]), s.pos(inv.pair[1])
+		if a < 0 || b < 0 || max(a, b) >= best {
+			continue
+		}
+		if v, ok := sel.Fields.Equal(inv.field); ok && v != "" {
+			best = max(a, b)
+			p.Lookups = []Lookup{{ID: inv.pair[0], Value: v}, {ID: inv.pair[1], Value: v}}
+		}
+	}
+	return p
+}
