@@ -39,8 +39,8 @@ var (
 	binPath   string
 )
 
-// goTool is the go command of the toolchain running the tests.
-func goTool() string {
+// GoTool is the go command of the toolchain running the tests.
+func GoTool() string {
 	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
 		return p
 	}
@@ -80,7 +80,7 @@ func buildEventsd() {
 			return
 		}
 		binPath = filepath.Join(buildDir, "eventsd")
-		cmd := exec.Command(goTool(), "build", "-o", binPath, "./cmd/eventsd")
+		cmd := exec.Command(GoTool(), "build", "-o", binPath, "./cmd/eventsd")
 		cmd.Dir = repoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("building eventsd: %v\n%s", err, out)
@@ -332,7 +332,7 @@ func findKubectl() {
 			return
 		}
 		kubectlPath, kubectlErr = cachedBuild(kubectlCacheRoot(), key, "kubectl", func(out string) error {
-			cmd := exec.Command(goTool(), "build", "-o", out, ".")
+			cmd := exec.Command(GoTool(), "build", "-o", out, ".")
 			cmd.Dir = src
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("no kubectl on PATH, and building it from k8s.io/kubectl failed: %w\n%s", err, out)

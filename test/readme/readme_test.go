@@ -11,25 +11,14 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 // root is the module root, found from this file's location.
 func root() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
-
-// goTool is the go command of the toolchain running the tests.
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 var fenceRE = regexp.MustCompile("(?ms)^```([a-z]*)\n(.*?)^```")
@@ -72,7 +61,7 @@ func TestGoSnippetsCompile(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(goTool(), "build", "-o", os.DevNull, ".")
+		cmd := exec.Command(eventsdtest.GoTool(), "build", "-o", os.DevNull, ".")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("snippet %d does not compile: %v\n%s\n%s", i+1, err, out, src)
