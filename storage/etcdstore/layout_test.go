@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/etcdstore"
+	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -32,9 +33,9 @@ type env struct {
 
 func newEnv(t *testing.T, mod func(*etcdstore.Options)) *env {
 	t.Helper()
-	e, endpoint := startEtcd(t, t.TempDir())
+	e, endpoint := etcdtest.Start(t, t.TempDir())
 	t.Cleanup(e.Close)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: etcdStartTimeout, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: etcdtest.StartTimeout, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/etcdstore"
+	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
 	"github.com/kubevents/kubevents/storage/storagetest"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/goleak"
@@ -29,7 +30,7 @@ func (s *withEtcd) Close() error {
 
 func open(t *testing.T, dir string, o storagetest.Options) storage.Interface {
 	t.Helper()
-	e, endpoint := startEtcd(t, dir)
+	e, endpoint := etcdtest.Start(t, dir)
 	s, err := etcdstore.Open(etcdstore.Options{
 		Endpoints:           []string{endpoint},
 		Clock:               o.Clock,

@@ -1,4 +1,6 @@
-package etcdstore_test
+// Package etcdtest runs etcd in-process for tests: a single member on
+// loopback with fsync off and short heartbeats.
+package etcdtest
 
 import (
 	"fmt"
@@ -13,8 +15,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// etcdStartTimeout bounds how long a test waits for its etcd.
-const etcdStartTimeout = 30 * time.Second
+// StartTimeout bounds how long a test waits for its etcd.
+const StartTimeout = 30 * time.Second
 
 // ports remembers the client and peer ports of each data directory, so
 // that an etcd restarted over a directory keeps its member's URLs.
@@ -33,10 +35,12 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startEtcd runs a single-member etcd in-process on loopback with its data
+// Start runs a single-member etcd in-process on loopback with its data
 // under dir (fsync off: durability is not under test here), with short
-// heartbeats so that its minimum lease TTL is one second.
-func startEtcd(t *testing.T, dir string) (*embed.Etcd, string) {
+// heartbeats so that its minimum lease TTL is one second, and returns it
+// with its client URL. Started again over the same dir, it keeps its
+// ports and data. The caller closes it.
+func Start(t *testing.T, dir string) (*embed.Etcd, string) {
 	t.Helper()
 	ports.Lock()
 	p, ok := ports.m[dir]
@@ -62,7 +66,7 @@ func startEtcd(t *testing.T, dir string) (*embed.Etcd, string) {
 	}
 	select {
 	case <-e.Server.ReadyNotify():
-	case <-time.After(etcdStartTimeout):
+	case <-time.After(StartTimeout):
 		e.Close()
 		t.Fatal("etcd not ready in time")
 	}
