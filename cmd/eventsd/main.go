@@ -1,5 +1,6 @@
 // Command eventsd is a Kubernetes-compatible events API server: it serves
-// core/v1 and events.k8s.io/v1 Events over one durable embedded store, so
+// core/v1 and events.k8s.io/v1 Events over one durable embedded store (or,
+// with --storage-backend=etcd, over etcd in kube-apiserver's layout), so
 // kubectl, client-go and other Kubernetes clients work against it unchanged.
 package main
 
@@ -16,8 +17,11 @@ import (
 	"time"
 
 	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/etcdstore"
 	"github.com/kubevents/kubevents/storage/pebblestore"
 	"github.com/spf13/cobra"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
 
 // options are eventsd's flags.
@@ -35,7 +39,22 @@ type options struct {
 	maxInflight     int
 	maxMutating     int
 	extensions      bool
+
+	storageBackend     string
+	etcdServers        []string
+	etcdPrefix         string
+	etcdCAFile         string
+	etcdCertFile       string
+	etcdKeyFile        string
+	etcdCompaction     time.Duration
+	leaseReuseDuration int64
 }
+
+// Storage backends (--storage-backend).
+const (
+	backendPebble = "pebble"
+	backendEtcd   = "etcd"
+)
 
 func main() {
 	if err := newCommand().Execute(); err != nil {
@@ -73,6 +92,14 @@ events of a kube-apiserver.`,
 	f.IntVar(&o.maxInflight, "max-requests-inflight", server.DefaultMaxRequestsInflight, "Most gets and lists served at once; more get 429 with Retry-After. Negative: no limit.")
 	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", server.DefaultMaxMutatingRequestsInflight, "Most writes served at once; more get 429 with Retry-After. Negative: no limit.")
 	f.BoolVar(&o.extensions, "extensions", true, "Accept the field selectors kube-apiserver does not have (action, reportingInstance, related.*, involves.*); off, they get its 400.")
+	f.StringVar(&o.storageBackend, "storage-backend", backendPebble, "Where events are stored: pebble (embedded, under --data-dir) or etcd (--etcd-servers, in kube-apiserver's layout, so a cluster's events etcd can be shared).")
+	f.StringSliceVar(&o.etcdServers, "etcd-servers", nil, "etcd servers to connect to (scheme://ip:port), comma separated; with --storage-backend=etcd.")
+	f.StringVar(&o.etcdPrefix, "etcd-prefix", etcdstore.DefaultPrefix, "The prefix of events' keys in etcd: <prefix>/events/<namespace>/<name>.")
+	f.StringVar(&o.etcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication.")
+	f.StringVar(&o.etcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
+	f.StringVar(&o.etcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
+	f.DurationVar(&o.etcdCompaction, "etcd-compaction-interval", etcdstore.DefaultCompactionInterval, "The interval of compaction requests to etcd; 0 disables compaction by eventsd.")
+	f.Int64Var(&o.leaseReuseDuration, "lease-reuse-duration-seconds", int64(etcdstore.DefaultLeaseReuseDuration/time.Second), "The time in seconds that each etcd lease is reused (capped at 5% of the TTL). A lower value avoids a large number of objects reusing one lease; it must not be too small, or etcd's lease count grows.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind --token-auth-file when set).")
 	return cmd
 }
@@ -93,7 +120,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	store, err := pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow, Logger: log})
+	store, err := openStore(o, log)
 	if err != nil {
 		return err
 	}
@@ -122,7 +149,7 @@ func run(ctx context.Context, o options) error {
 		scheme = "https"
 	}
 	log.Info("eventsd serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(),
-		"dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", store.Stats().Events,
+		"storageBackend", o.storageBackend, "dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", store.Stats().Events,
 		"auth", auth != nil)
 
 	select {
@@ -146,4 +173,43 @@ func run(ctx context.Context, o options) error {
 		return nil
 	}
 	return err
+}
+
+// openStore opens the backend --storage-backend names.
+func openStore(o options, log *slog.Logger) (storage.Interface, error) {
+	switch o.storageBackend {
+	case backendPebble:
+		return pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow, Logger: log})
+	case backendEtcd:
+		if len(o.etcdServers) == 0 {
+			return nil, errors.New("--storage-backend=etcd needs --etcd-servers")
+		}
+		if o.leaseReuseDuration <= 0 {
+			return nil, fmt.Errorf("--lease-reuse-duration-seconds must be positive, not %d", o.leaseReuseDuration)
+		}
+		opts := etcdstore.Options{
+			Endpoints:          o.etcdServers,
+			Prefix:             o.etcdPrefix,
+			DefaultTTL:         o.eventTTL,
+			LeaseReuseDuration: time.Duration(o.leaseReuseDuration) * time.Second,
+			CompactionInterval: o.etcdCompaction,
+			Logger:             log,
+		}
+		if o.etcdCompaction <= 0 {
+			opts.CompactionInterval = -1 // off, as kube-apiserver's 0
+		}
+		if o.etcdCAFile != "" || o.etcdCertFile != "" || o.etcdKeyFile != "" {
+			if (o.etcdCertFile == "") != (o.etcdKeyFile == "") {
+				return nil, errors.New("--etcd-certfile and --etcd-keyfile must be given together")
+			}
+			info := transport.TLSInfo{CertFile: o.etcdCertFile, KeyFile: o.etcdKeyFile, TrustedCAFile: o.etcdCAFile}
+			tlsConfig, err := info.ClientConfig()
+			if err != nil {
+				return nil, fmt.Errorf("etcd TLS: %w", err)
+			}
+			opts.TLS = tlsConfig
+		}
+		return etcdstore.Open(opts)
+	}
+	return nil, fmt.Errorf("--storage-backend: %q is neither %s nor %s", o.storageBackend, backendPebble, backendEtcd)
 }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// readyTimeout bounds how long the test waits for eventsd to serve.
+const readyTimeout = 30 * time.Second
+
+// TestEtcdBackend runs eventsd with --storage-backend=etcd against an etcd
+// on loopback: an event created through client-go is stored under
+// --etcd-prefix in kube-apiserver's layout, with a lease, and reads back
+// through the other API group.
+func TestEtcdBackend(t *testing.T) {
+	e, endpoint := etcdtest.Start(t, t.TempDir())
+	defer e.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+
+	cmd := newCommand()
+	cmd.SetArgs([]string{"--listen", addr, "--storage-backend", "etcd", "--etcd-servers", endpoint,
+		"--etcd-prefix", "/kubevents", "--etcd-compaction-interval", "0", "--lease-reuse-duration-seconds", "30",
+		"--log-level", "error"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("eventsd not ready: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://" + addr})
+	created, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "on-etcd"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
+		Reason:         "Started", Message: "stored in etcd", Type: corev1.EventTypeNormal,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: readyTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	resp, err := cli.Get(ctx, "/kubevents/events/default/on-etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatal("the event is not under /kubevents/events/default/on-etcd")
+	}
+	kv := resp.Kvs[0]
+	if !bytes.HasPrefix(kv.Value, []byte("k8s\x00")) || kv.Lease == 0 || created.ResourceVersion != strconv.FormatInt(kv.ModRevision, 10) {
+		t.Fatalf("stored value %q..., lease %d, mod_revision %d, resourceVersion %s", kv.Value[:min(8, len(kv.Value))], kv.Lease, kv.ModRevision, created.ResourceVersion)
+	}
+	ttl, err := cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl.GrantedTTL != 3600+30 { // --event-ttl 1h plus --lease-reuse-duration-seconds
+		t.Fatalf("lease granted for %ds, want 3630", ttl.GrantedTTL)
+	}
+	got, err := cs.EventsV1().Events("default").Get(ctx, "on-etcd", metav1.GetOptions{})
+	if err != nil || got.Note != "stored in etcd" {
+		t.Fatalf("read back through events.k8s.io/v1: %+v, %v", got, err)
+	}
+
+	cancel()
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Fatalf("eventsd exited with %v", err)
+		}
+	case <-time.After(readyTimeout):
+		t.Fatal("eventsd did not stop")
+	}
+}
+
+// TestStorageBackendFlags: a backend eventsd does not know, or etcd
+// without servers, is refused before anything is served.
+func TestStorageBackendFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--storage-backend", "mysql"},
+		{"--storage-backend", "etcd"},
+		{"--storage-backend", "etcd", "--etcd-servers", "http://127.0.0.1:1", "--lease-reuse-duration-seconds", "0"},
+		{"--storage-backend", "etcd", "--etcd-servers", "https://127.0.0.1:1", "--etcd-certfile", "/nonexistent"},
+	} {
+		cmd := newCommand()
+		cmd.SetArgs(append([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "error"}, args...))
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+		err := cmd.ExecuteContext(ctx)
+		cancel()
+		if err == nil {
+			t.Fatalf("%v: eventsd accepted it", args)
+		}
+	}
+}
