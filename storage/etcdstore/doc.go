@@ -27,10 +27,11 @@
 //     (other eventsd replicas, kube-apiservers) through compact_rev_key, to
 //     the revision seen one interval earlier.
 //
-// Watches: each Watch call opens its own etcd watch (WithRev(rev+1),
-// WithPrevKV, WithPrefix, WithProgressNotify) and filters on the decoded
-// objects. One etcd watch per store fanned out to its watchers is the
-// intended next step. Lists read the namespace's range and filter, O(events
-// in the namespace); pebblestore's selector-to-index planning over
+// Watches: the store keeps one etcd watch on the prefix (WithRev(rev+1),
+// WithPrevKV, WithPrefix, WithProgressNotify) and fans its changes out to
+// its watchers through a ring of recent changes, decoded once; a watcher
+// behind the ring reads etcd with a watch of its own until it is back
+// within it. Lists read the namespace's range and filter, O(events in the
+// namespace); pebblestore's selector-to-index planning over
 // eventapi.FieldSelector.Equal is what an in-memory index here can reuse.
 package etcdstore

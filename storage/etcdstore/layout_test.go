@@ -204,3 +204,64 @@ func TestForeignValues(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchFanOut: watchers share the store's one etcd watch; one that
+// starts before the ring of recent changes catches up with a watch of its
+// own and then delivers the same changes in order.
+func TestWatchFanOut(t *testing.T) {
+	e := newEnv(t, func(o *etcdstore.Options) { o.RingSize = 8 })
+	first, err := e.s.Create(e.ctx, event("default", "e00"), storage.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const watchers, n = 20, 30
+	var ws []storage.Watcher
+	for i := 0; i < watchers; i++ {
+		w, err := e.s.Watch(e.ctx, storage.WatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ws = append(ws, w)
+	}
+	for i := 1; i <= n; i++ {
+		if _, err := e.s.Create(e.ctx, event("default", "e"+strconv.Itoa(100+i)), storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	late, err := e.s.Watch(e.ctx, storage.WatchOptions{Revision: rev(t, first.ResourceVersion)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Stop()
+	for _, w := range append(ws, late) {
+		for i := 1; i <= n; i++ {
+			select {
+			case ev := <-w.ResultChan():
+				if want := "e" + strconv.Itoa(100+i); ev.Type != watch.Added || ev.Object.Name != want {
+					t.Fatalf("got %s %v, want ADDED %s", ev.Type, ev.Object, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("event %d missing", i)
+			}
+		}
+	}
+	if n := e.s.CatchUpWatches(); n != 1 {
+		t.Fatalf("%d catch-up watches, want 1 (the watcher that started before the ring)", n)
+	}
+	// Back within the ring, the late watcher follows the shared watch.
+	if _, err := e.s.Create(e.ctx, event("default", "after"), storage.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-late.ResultChan():
+		if ev.Object == nil || ev.Object.Name != "after" {
+			t.Fatalf("got %+v, want ADDED after", ev)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event after the catch-up")
+	}
+	if n := e.s.CatchUpWatches(); n != 1 {
+		t.Fatalf("%d catch-up watches after it caught up, want 1", n)
+	}
+}

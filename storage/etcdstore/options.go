@@ -31,8 +31,12 @@ const (
 	// DefaultDialTimeout is how long Open waits for a connection; it is
 	// kube-apiserver's dial timeout.
 	DefaultDialTimeout = 20 * time.Second
+	// DefaultRingSize is how many recent changes the shared watch keeps
+	// decoded in memory for watchers; watchers further behind read etcd
+	// with a watch of their own.
+	DefaultRingSize = 4096
 	// DefaultRequestTimeout bounds the requests the store makes on its
-	// own (compaction, Stats, the expiry monitor), which have no caller's
+	// own (compaction, Stats, the shared watch's restarts), which have no caller's
 	// context.
 	DefaultRequestTimeout = 10 * time.Second
 )
@@ -73,6 +77,10 @@ type Options struct {
 	// full interval.
 	HistoryMaxRevisions int64
 
+	// RingSize is the number of recent changes kept in memory for
+	// watchers (DefaultRingSize).
+	RingSize int
+
 	// Clock drives compaction, watch progress bookmarks and lease reuse
 	// decisions. Lease expiry itself runs on etcd's wall clock.
 	Clock clock.WithTicker
@@ -102,6 +110,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CompactionInterval == 0 {
 		o.CompactionInterval = DefaultCompactionInterval
+	}
+	if o.RingSize <= 0 {
+		o.RingSize = DefaultRingSize
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

@@ -43,9 +43,13 @@ type Store struct {
 	closed atomic.Bool
 	wg     sync.WaitGroup
 
+	hub      *hub
+	hubCtx   context.Context // the shared watch's; progress requests go to its stream
+	catchUps atomic.Int64    // catch-up watches opened
+
 	rev         atomic.Int64 // highest revision observed
 	oldest      atomic.Int64 // the compacted revision
-	deletesSeen atomic.Int64 // DELETEs under root seen by the monitor
+	deletesSeen atomic.Int64 // DELETEs under root seen by the shared watch
 	ownDeletes  atomic.Int64 // deletes this store made
 	writes      atomic.Int64 // successful write transactions
 	undecodable atomic.Int64 // values skipped or refused as undecodable
@@ -120,8 +124,16 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 
+	s.hub = newHub(resp.Header.Revision, opts.RingSize)
+	s.hubCtx = clientv3.WithRequireLeader(s.ctx)
+	created := make(chan struct{})
 	s.wg.Add(1)
-	go s.monitor(resp.Header.Revision)
+	go s.runHub(resp.Header.Revision, created)
+	select {
+	case <-created:
+	case <-ctx.Done():
+		s.log.Warn("etcdstore: the shared watch was not created in time; continuing")
+	}
 	if opts.CompactionInterval > 0 {
 		ticker := opts.Clock.NewTicker(opts.CompactionInterval)
 		s.wg.Add(1)
@@ -194,6 +206,11 @@ func (s *Store) decodeKV(kv *mvccpb.KeyValue, rev int64) (*corev1.Event, error) 
 // could not decode (encrypted at rest, corrupt or not an Event) since it
 // opened: refused by Get, skipped by lists and watches.
 func (s *Store) UndecodableValues() int64 { return s.undecodable.Load() }
+
+// CatchUpWatches is the number of etcd watches watchers have opened of
+// their own since the store opened, having started or fallen behind the
+// shared watch's ring of recent changes.
+func (s *Store) CatchUpWatches() int64 { return s.catchUps.Load() }
 
 // LeaseGrants is the number of leases the store has granted since it
 // opened.
@@ -416,47 +433,6 @@ func (s *Store) Stats() storage.Stats {
 	st.Events = s.lastCount.Load()
 	st.Bytes = s.lastBytes.Load()
 	return st
-}
-
-// monitor follows the DELETEs under the prefix from rev on, to count
-// expiries and keep Revision current; it restarts from the current
-// revision when its watch ends while the store is open.
-func (s *Store) monitor(rev int64) {
-	defer s.wg.Done()
-	for s.ctx.Err() == nil {
-		wch := s.cli.Watch(clientv3.WithRequireLeader(s.ctx), s.root, clientv3.WithPrefix(),
-			clientv3.WithRev(rev+1), clientv3.WithFilterPut())
-		for resp := range wch {
-			if err := resp.Err(); err != nil {
-				if s.ctx.Err() == nil {
-					s.log.Warn("etcdstore: expiry monitor restarts", "err", err)
-				}
-				break
-			}
-			for _, e := range resp.Events {
-				if e.Type == clientv3.EventTypeDelete {
-					s.deletesSeen.Add(1)
-				}
-				rev = e.Kv.ModRevision
-				s.observe(rev)
-			}
-		}
-		if s.ctx.Err() != nil {
-			return
-		}
-		// Pick up from now: counts in between are lost, not doubled.
-		ctx, cancel := context.WithTimeout(s.ctx, DefaultRequestTimeout)
-		r, err := s.cli.Get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		cancel()
-		if err == nil {
-			rev = r.Header.Revision
-		} else {
-			select {
-			case <-s.ctx.Done():
-			case <-s.opts.Clock.After(time.Second):
-			}
-		}
-	}
 }
 
 // Close implements storage.Interface: watchers end, background loops stop

@@ -36,6 +36,7 @@ func open(t *testing.T, dir string, o storagetest.Options) storage.Interface {
 		Clock:               o.Clock,
 		DefaultTTL:          o.DefaultTTL,
 		HistoryMaxRevisions: o.HistoryMaxEvents,
+		RingSize:            256, // small, so lagging watchers catch up with watches of their own
 		Logger:              slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
