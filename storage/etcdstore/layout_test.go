@@ -24,14 +24,14 @@ import (
 
 // env is an etcd on loopback, a raw client to it and a store over it.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	cli   *clientv3.Client
 	s     *etcdstore.Store
 	clock *clocktesting.FakeClock
 	ctx   context.Context
 }
 
-func newEnv(t *testing.T, mod func(*etcdstore.Options)) *env {
+func newEnv(t testing.TB, mod func(*etcdstore.Options)) *env {
 	t.Helper()
 	e, endpoint := etcdtest.Start(t, t.TempDir())
 	t.Cleanup(e.Close)

@@ -59,7 +59,9 @@ func (m *leaseManager) lease(ctx context.Context, ttl time.Duration) (clientv3.L
 	defer m.mu.Unlock()
 	reuse := m.reuseSeconds(secs)
 	longEnough := now.Add(time.Duration(secs) * time.Second).Before(m.expires)
-	shortEnough := now.Add(time.Duration(secs+reuse) * time.Second).After(m.expires)
+	// At most the reuse window longer than needed (a write at the very
+	// instant of the grant reuses it too).
+	shortEnough := !now.Add(time.Duration(secs+reuse) * time.Second).Before(m.expires)
 	m.attached++
 	if m.id != clientv3.NoLease && longEnough && shortEnough && m.attached <= m.maxObjects {
 		return m.id, nil

@@ -401,9 +401,10 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, pre storage.
 }
 
 // Revision implements storage.Interface: the highest revision the store
-// has observed in its own writes, reads and watches. etcd's revision may
-// be ahead of it by other clients' writes it has not seen yet, including
-// the compaction key's.
+// has observed in its own writes and reads and in its shared watch of the
+// prefix (so other clients' writes of events count once the watch has
+// delivered them). etcd's revision may be ahead of it by writes outside
+// the prefix, such as the compaction key's.
 func (s *Store) Revision() int64 { return s.rev.Load() }
 
 // Stats implements storage.Interface. Events is counted in etcd (the

@@ -25,7 +25,7 @@ var ports = struct {
 	m map[string][2]int
 }{m: map[string][2]int{}}
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -40,7 +40,7 @@ func freePort(t *testing.T) int {
 // heartbeats so that its minimum lease TTL is one second, and returns it
 // with its client URL. Started again over the same dir, it keeps its
 // ports and data. The caller closes it.
-func Start(t *testing.T, dir string) (*embed.Etcd, string) {
+func Start(t testing.TB, dir string) (*embed.Etcd, string) {
 	t.Helper()
 	ports.Lock()
 	p, ok := ports.m[dir]
