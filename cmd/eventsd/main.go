@@ -20,6 +20,7 @@ import (
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/etcdstore"
 	"github.com/kubevents/kubevents/storage/pebblestore"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
@@ -120,11 +121,12 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	store, err := openStore(o, log)
+	reg := prometheus.NewRegistry()
+	store, err := openStore(o, log, reg)
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Store: store, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling,
+	srv, err := server.New(server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions})
 	if err != nil {
 		store.Close()
@@ -176,7 +178,7 @@ func run(ctx context.Context, o options) error {
 }
 
 // openStore opens the backend --storage-backend names.
-func openStore(o options, log *slog.Logger) (storage.Interface, error) {
+func openStore(o options, log *slog.Logger, reg prometheus.Registerer) (storage.Interface, error) {
 	switch o.storageBackend {
 	case backendPebble:
 		return pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow, Logger: log})
@@ -194,6 +196,7 @@ func openStore(o options, log *slog.Logger) (storage.Interface, error) {
 			LeaseReuseDuration: time.Duration(o.leaseReuseDuration) * time.Second,
 			CompactionInterval: o.etcdCompaction,
 			Logger:             log,
+			Registerer:         reg,
 		}
 		if o.etcdCompaction <= 0 {
 			opts.CompactionInterval = -1 // off, as kube-apiserver's 0

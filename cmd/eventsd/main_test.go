@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -93,6 +94,17 @@ func TestEtcdBackend(t *testing.T) {
 	got, err := cs.EventsV1().Events("default").Get(ctx, "on-etcd", metav1.GetOptions{})
 	if err != nil || got.Note != "stored in etcd" {
 		t.Fatalf("read back through events.k8s.io/v1: %+v, %v", got, err)
+	}
+
+	// The store's metrics are served with the server's.
+	mresp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	if !bytes.Contains(body, []byte("kubevents_etcd_lease_grants_total 1")) {
+		t.Fatalf("/metrics lacks kubevents_etcd_lease_grants_total 1:\n%s", body)
 	}
 
 	cancel()

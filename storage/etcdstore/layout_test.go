@@ -13,6 +13,7 @@ import (
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/etcdstore"
 	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -151,7 +152,8 @@ func TestPrefix(t *testing.T) {
 // a value encrypted at rest is a clear error naming the key and the
 // provider, counted, and lists and watches serve the rest.
 func TestForeignValues(t *testing.T) {
-	e := newEnv(t, nil)
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, func(o *etcdstore.Options) { o.Registerer = reg })
 	w, err := e.s.Watch(e.ctx, storage.WatchOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -191,6 +193,9 @@ func TestForeignValues(t *testing.T) {
 	}
 	if n := e.s.UndecodableValues(); n < 2 {
 		t.Fatalf("undecodable values counted %d, want at least 2", n)
+	}
+	if n := counter(t, reg, "kubevents_etcd_undecodable_values_total", "encrypted"); n < 2 {
+		t.Fatalf("kubevents_etcd_undecodable_values_total{reason=encrypted} = %v, want at least 2", n)
 	}
 	// The watch skipped the encrypted value and delivered the others.
 	for _, want := range []string{"j", "p"} {
@@ -264,4 +269,26 @@ func TestWatchFanOut(t *testing.T) {
 	if n := e.s.CatchUpWatches(); n != 1 {
 		t.Fatalf("%d catch-up watches after it caught up, want 1", n)
 	}
+}
+
+// counter reads the value of a counter with the given label value.
+func counter(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/utils/clock"
 )
@@ -86,6 +87,11 @@ type Options struct {
 	Clock clock.WithTicker
 	// Logger receives operational logs; slog.Default() when nil.
 	Logger *slog.Logger
+	// Registerer, when set, receives the store's metrics:
+	// kubevents_etcd_undecodable_values_total{reason} (encrypted or
+	// invalid values met and skipped or refused) and
+	// kubevents_etcd_lease_grants_total.
+	Registerer prometheus.Registerer
 }
 
 func (o Options) withDefaults() Options {

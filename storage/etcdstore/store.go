@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubevents/kubevents/internal/ratelog"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -55,6 +56,9 @@ type Store struct {
 	undecodable atomic.Int64 // values skipped or refused as undecodable
 	lastCount   atomic.Int64 // the last event count Stats got
 	lastBytes   atomic.Int64 // the last database size Stats got
+
+	undecodableMetric *prometheus.CounterVec
+	grantsMetric      prometheus.Counter
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -70,6 +74,21 @@ func Open(opts Options) (*Store, error) {
 		log:   opts.Logger,
 	}
 	s.decodeLog = ratelog.New(opts.Clock, undecodableLogInterval)
+	s.undecodableMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubevents_etcd_undecodable_values_total",
+		Help: "Stored values the etcd store could not decode (encrypted at rest, or invalid), refused by gets and skipped by lists and watches.",
+	}, []string{"reason"})
+	s.grantsMetric = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kubevents_etcd_lease_grants_total",
+		Help: "etcd leases the store granted for events' TTLs.",
+	})
+	if opts.Registerer != nil {
+		for _, c := range []prometheus.Collector{s.undecodableMetric, s.grantsMetric} {
+			if err := opts.Registerer.Register(c); err != nil {
+				return nil, fmt.Errorf("etcdstore: register metrics: %w", err)
+			}
+		}
+	}
 	if opts.Client != nil {
 		s.cli = opts.Client
 	} else {
@@ -97,6 +116,7 @@ func Open(opts Options) (*Store, error) {
 			if err != nil {
 				return clientv3.NoLease, err
 			}
+			s.grantsMetric.Inc()
 			return r.ID, nil
 		},
 	}
@@ -195,6 +215,11 @@ func (s *Store) decodeKV(kv *mvccpb.KeyValue, rev int64) (*corev1.Event, error) 
 	ev, err := s.codec.decode(string(kv.Key), kv.Value, rev)
 	if err != nil {
 		s.undecodable.Add(1)
+		reason := "invalid"
+		if errors.Is(err, ErrEncrypted) {
+			reason = "encrypted"
+		}
+		s.undecodableMetric.WithLabelValues(reason).Inc()
 		if ok, suppressed := s.decodeLog.Allow(); ok {
 			s.log.Error("etcdstore: cannot decode a stored event", "err", err, "suppressed", suppressed)
 		}
