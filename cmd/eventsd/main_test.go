@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -29,35 +31,9 @@ const readyTimeout = 30 * time.Second
 func TestEtcdBackend(t *testing.T) {
 	e, endpoint := etcdtest.Start(t, t.TempDir())
 	defer e.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-
-	cmd := newCommand()
-	cmd.SetArgs([]string{"--listen", addr, "--storage-backend", "etcd", "--etcd-servers", endpoint,
-		"--etcd-prefix", "/kubevents", "--etcd-compaction-interval", "0", "--lease-reuse-duration-seconds", "30",
-		"--log-level", "error"})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- cmd.ExecuteContext(ctx) }()
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("eventsd not ready: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	addr, stop := runEventsd(t, "--storage-backend", "etcd", "--etcd-servers", endpoint,
+		"--etcd-prefix", "/kubevents", "--etcd-compaction-interval", "0", "--lease-reuse-duration-seconds", "30")
+	ctx := context.Background()
 
 	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://" + addr})
 	created, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
@@ -107,14 +83,92 @@ func TestEtcdBackend(t *testing.T) {
 		t.Fatalf("/metrics lacks kubevents_etcd_lease_grants_total 1:\n%s", body)
 	}
 
-	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("eventsd exited with %v", err)
+	stop()
+}
+
+// runEventsd runs eventsd in-process on a free loopback port with args
+// until stop, which fails the test unless eventsd exits cleanly.
+func runEventsd(t *testing.T, args ...string) (addr string, stop func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = l.Addr().String()
+	l.Close()
+	cmd := newCommand()
+	cmd.SetArgs(append([]string{"--listen", addr, "--log-level", "error"}, args...))
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.ExecuteContext(ctx) }()
+	stop = func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatalf("eventsd exited with %v", err)
+			}
+		case <-time.After(readyTimeout):
+			t.Fatal("eventsd did not stop")
 		}
-	case <-time.After(readyTimeout):
-		t.Fatal("eventsd did not stop")
+	}
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return addr, stop
+			}
+		}
+		select {
+		case err := <-errc:
+			cancel()
+			t.Fatalf("eventsd exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("eventsd not ready: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestEtcdBackendTLS: --etcd-cafile, --etcd-certfile and --etcd-keyfile
+// reach an etcd that serves TLS and requires client certificates.
+func TestEtcdBackendTLS(t *testing.T) {
+	dir := t.TempDir()
+	e, endpoint, files := etcdtest.StartTLS(t, dir)
+	defer e.Close()
+	if !strings.HasPrefix(endpoint, "https://") {
+		t.Fatalf("endpoint %s is not https", endpoint)
+	}
+	addr, stop := runEventsd(t, "--storage-backend", "etcd", "--etcd-servers", endpoint,
+		"--etcd-cafile", files.CAFile, "--etcd-certfile", files.CertFile, "--etcd-keyfile", files.KeyFile)
+	defer stop()
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://" + addr})
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "over-tls"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
+		Reason:         "Started", Type: corev1.EventTypeNormal,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tlsConfig, err := (transport.TLSInfo{CertFile: files.CertFile, KeyFile: files.KeyFile, TrustedCAFile: files.CAFile}).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsConfig, DialTimeout: readyTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	resp, err := cli.Get(ctx, "/registry/events/default/over-tls")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the event is not under /registry/events/default/over-tls: %v", err)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -42,6 +43,28 @@ func freePort(t testing.TB) int {
 // ports and data. The caller closes it.
 func Start(t testing.TB, dir string) (*embed.Etcd, string) {
 	t.Helper()
+	return start(t, dir, nil)
+}
+
+// TLSFiles are the PEM files of an etcd started with StartTLS: the CA that
+// signed its serving certificate, and a client certificate and key it
+// accepts.
+type TLSFiles struct {
+	CAFile, CertFile, KeyFile string
+}
+
+// StartTLS is Start with TLS on the client URL (https) and client
+// certificates required, signed by a CA generated under dir.
+func StartTLS(t testing.TB, dir string) (*embed.Etcd, string, TLSFiles) {
+	t.Helper()
+	files, server := writeCerts(t, dir)
+	e, u := start(t, dir, &transport.TLSInfo{CertFile: server.CertFile, KeyFile: server.KeyFile,
+		TrustedCAFile: files.CAFile, ClientCertAuth: true})
+	return e, u, files
+}
+
+func start(t testing.TB, dir string, tlsInfo *transport.TLSInfo) (*embed.Etcd, string) {
+	t.Helper()
 	ports.Lock()
 	p, ok := ports.m[dir]
 	if !ok {
@@ -50,6 +73,9 @@ func Start(t testing.TB, dir string) (*embed.Etcd, string) {
 	}
 	ports.Unlock()
 	cu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", p[0])}
+	if tlsInfo != nil {
+		cu.Scheme = "https"
+	}
 	pu := url.URL{Scheme: "http", Host: fmt.Sprintf("127.0.0.1:%d", p[1])}
 	cfg := embed.NewConfig()
 	cfg.Name = "test"
@@ -57,6 +83,9 @@ func Start(t testing.TB, dir string) (*embed.Etcd, string) {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	if tlsInfo != nil {
+		cfg.ClientTLSInfo = *tlsInfo
+	}
 	cfg.UnsafeNoFsync = true
 	cfg.TickMs, cfg.ElectionMs = 10, 100
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
