@@ -25,7 +25,7 @@ type change struct {
 // its watchers through a ring of recent changes. The ring holds every
 // change with a revision in (from, covered].
 type hub struct {
-	size     int // the most changes ring holds
+	size     int // the ring keeps at least the last size changes, at most twice as many
 	mu       sync.Mutex
 	ring     []change
 	from     int64
@@ -43,9 +43,12 @@ func (h *hub) publish(cs []change, rev int64, progress bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ring = append(h.ring, cs...)
-	if over := len(h.ring) - h.size; over > 0 {
+	// Trim to size once it has doubled: copying is amortized O(1) a
+	// change, and watchers may keep reading the old array.
+	if len(h.ring) >= 2*h.size {
+		over := len(h.ring) - h.size
 		h.from = h.ring[over-1].rev
-		h.ring = append(h.ring[:0:0], h.ring[over:]...)
+		h.ring = append(make([]change, 0, 2*h.size), h.ring[over:]...)
 	}
 	if rev > h.covered {
 		h.covered = rev

@@ -79,7 +79,8 @@ type Options struct {
 	HistoryMaxRevisions int64
 
 	// RingSize is the number of recent changes kept in memory for
-	// watchers (DefaultRingSize).
+	// watchers, at least (up to twice as many between trims)
+	// (DefaultRingSize).
 	RingSize int
 
 	// Clock drives compaction, watch progress bookmarks and lease reuse
