@@ -20,5 +20,8 @@
 // which the API reports as 410 Gone (Expired).
 //
 // TTL: every write carries a TTL. The object is deleted, and watchers get a
-// DELETED event, once the TTL has passed since its last write.
+// DELETED event, once the TTL has passed since its last write. Backends
+// on etcd count the TTL on etcd's wall clock (leases), not on an injected
+// clock, and may keep an object up to 5% of its TTL longer (lease reuse,
+// as kube-apiserver does).
 package storage

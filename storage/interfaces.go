@@ -149,7 +149,9 @@ type Preconditions struct {
 // WriteOptions qualify Create and Update.
 type WriteOptions struct {
 	// TTL is how long the object lives after this write; <= 0 means the
-	// store's default.
+	// store's default. Backends on etcd count it on etcd's wall clock
+	// (leases), not on an injected clock: their conformance harness sets
+	// storagetest.Harness.WallClockTTL.
 	TTL time.Duration
 	// Precondition guards Update.
 	Precondition Preconditions

@@ -1,5 +1,6 @@
 // Command eventsd is a Kubernetes-compatible events API server: it serves
-// core/v1 and events.k8s.io/v1 Events over one durable embedded store, so
+// core/v1 and events.k8s.io/v1 Events over one durable embedded store (or,
+// with --storage-backend=etcd, over etcd in kube-apiserver's layout), so
 // kubectl, client-go and other Kubernetes clients work against it unchanged.
 package main
 
@@ -17,8 +18,12 @@ import (
 	"time"
 
 	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/etcdstore"
 	"github.com/kubevents/kubevents/storage/pebblestore"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
 
 // options are eventsd's flags.
@@ -40,7 +45,22 @@ type options struct {
 	extensions      bool
 	maxObjectSize   int
 	requestTimeout  time.Duration
+
+	storageBackend     string
+	etcdServers        []string
+	etcdPrefix         string
+	etcdCAFile         string
+	etcdCertFile       string
+	etcdKeyFile        string
+	etcdCompaction     time.Duration
+	leaseReuseDuration int64
 }
+
+// Storage backends (--storage-backend).
+const (
+	backendPebble = "pebble"
+	backendEtcd   = "etcd"
+)
 
 func main() {
 	if err := newCommand().Execute(); err != nil {
@@ -82,6 +102,14 @@ events of a kube-apiserver.`,
 	f.IntVar(&o.maxObjectSize, "max-object-size-bytes", server.DefaultMaxObjectSizeBytes, "Largest event stored (its protobuf encoding), etcd's default --max-request-bytes; larger writes get 413. Negative: no limit.")
 	f.DurationVar(&o.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "How long a request other than a watch may take before it gets 504, as kube-apiserver's flag.")
 	f.BoolVar(&o.extensions, "extensions", true, "Accept the field selectors kube-apiserver does not have (action, reportingInstance, related.*, involves.*); off, they get its 400.")
+	f.StringVar(&o.storageBackend, "storage-backend", backendPebble, "Where events are stored: pebble (embedded, under --data-dir) or etcd (--etcd-servers, in kube-apiserver's layout, so a cluster's events etcd can be shared).")
+	f.StringSliceVar(&o.etcdServers, "etcd-servers", nil, "etcd servers to connect to (scheme://ip:port), comma separated; with --storage-backend=etcd.")
+	f.StringVar(&o.etcdPrefix, "etcd-prefix", etcdstore.DefaultPrefix, "The prefix of events' keys in etcd: <prefix>/events/<namespace>/<name>.")
+	f.StringVar(&o.etcdCAFile, "etcd-cafile", "", "SSL Certificate Authority file used to secure etcd communication.")
+	f.StringVar(&o.etcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
+	f.StringVar(&o.etcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
+	f.DurationVar(&o.etcdCompaction, "etcd-compaction-interval", etcdstore.DefaultCompactionInterval, "The interval of compaction requests to etcd; 0 disables compaction by eventsd.")
+	f.Int64Var(&o.leaseReuseDuration, "lease-reuse-duration-seconds", int64(etcdstore.DefaultLeaseReuseDuration/time.Second), "The time in seconds that each etcd lease is reused (capped at 5% of the TTL). A lower value avoids a large number of objects reusing one lease; it must not be too small, or etcd's lease count grows.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind --token-auth-file when set).")
 	return cmd
 }
@@ -128,12 +156,12 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	store, err := pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow,
-		RingBytes: o.watchRingBytes, MinFreeBytes: o.minFreeDisk, Logger: log})
+	reg := prometheus.NewRegistry()
+	store, err := openStore(o, log, reg)
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Store: store, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling,
+	srv, err := server.New(server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions,
 		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout})
 	if err != nil {
@@ -160,7 +188,7 @@ func run(ctx context.Context, o options) error {
 		scheme = "https"
 	}
 	log.Info("eventsd serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(),
-		"dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", store.Stats().Events,
+		"storageBackend", o.storageBackend, "dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", store.Stats().Events,
 		"auth", auth != nil)
 
 	select {
@@ -184,4 +212,45 @@ func run(ctx context.Context, o options) error {
 		return nil
 	}
 	return err
+}
+
+// openStore opens the backend --storage-backend names.
+func openStore(o options, log *slog.Logger, reg prometheus.Registerer) (storage.Interface, error) {
+	switch o.storageBackend {
+	case backendPebble:
+		return pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow,
+			RingBytes: o.watchRingBytes, MinFreeBytes: o.minFreeDisk, Logger: log})
+	case backendEtcd:
+		if len(o.etcdServers) == 0 {
+			return nil, errors.New("--storage-backend=etcd needs --etcd-servers")
+		}
+		if o.leaseReuseDuration <= 0 {
+			return nil, fmt.Errorf("--lease-reuse-duration-seconds must be positive, not %d", o.leaseReuseDuration)
+		}
+		opts := etcdstore.Options{
+			Endpoints:          o.etcdServers,
+			Prefix:             o.etcdPrefix,
+			DefaultTTL:         o.eventTTL,
+			LeaseReuseDuration: time.Duration(o.leaseReuseDuration) * time.Second,
+			CompactionInterval: o.etcdCompaction,
+			Logger:             log,
+			Registerer:         reg,
+		}
+		if o.etcdCompaction <= 0 {
+			opts.CompactionInterval = -1 // off, as kube-apiserver's 0
+		}
+		if o.etcdCAFile != "" || o.etcdCertFile != "" || o.etcdKeyFile != "" {
+			if (o.etcdCertFile == "") != (o.etcdKeyFile == "") {
+				return nil, errors.New("--etcd-certfile and --etcd-keyfile must be given together")
+			}
+			info := transport.TLSInfo{CertFile: o.etcdCertFile, KeyFile: o.etcdKeyFile, TrustedCAFile: o.etcdCAFile}
+			tlsConfig, err := info.ClientConfig()
+			if err != nil {
+				return nil, fmt.Errorf("etcd TLS: %w", err)
+			}
+			opts.TLS = tlsConfig
+		}
+		return etcdstore.Open(opts)
+	}
+	return nil, fmt.Errorf("--storage-backend: %q is neither %s nor %s", o.storageBackend, backendPebble, backendEtcd)
 }

@@ -1,48 +1,195 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
-	"os"
-	"path/filepath"
+	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
-// TestTLSFileErrorsNameTheirFlag: a missing or unusable TLS file stops
-// eventsd before it opens its store or listens, with an error naming the
-// flag and the path.
-func TestTLSFileErrorsNameTheirFlag(t *testing.T) {
-	dir := t.TempDir()
-	garbage := filepath.Join(dir, "garbage.pem")
-	if err := os.WriteFile(garbage, []byte("not a certificate"), 0o600); err != nil {
+// readyTimeout bounds how long the test waits for eventsd to serve.
+const readyTimeout = 30 * time.Second
+
+// TestEtcdBackend runs eventsd with --storage-backend=etcd against an etcd
+// on loopback: an event created through client-go is stored under
+// --etcd-prefix in kube-apiserver's layout, with a lease, and reads back
+// through the other API group.
+func TestEtcdBackend(t *testing.T) {
+	e, endpoint := etcdtest.Start(t, t.TempDir())
+	defer e.Close()
+	addr, stop := runEventsd(t, "--storage-backend", "etcd", "--etcd-servers", endpoint,
+		"--etcd-prefix", "/kubevents", "--etcd-compaction-interval", "0", "--lease-reuse-duration-seconds", "30")
+	ctx := context.Background()
+
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://" + addr})
+	created, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "on-etcd"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
+		Reason:         "Started", Message: "stored in etcd", Type: corev1.EventTypeNormal,
+	}, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	missing := filepath.Join(dir, "missing.pem")
-	for _, tc := range []struct {
-		what, cert, key string
-		want            []string
-	}{
-		{"missing certificate", missing, garbage, []string{"--tls-cert-file", missing}},
-		{"missing key", garbage, missing, []string{"--tls-private-key-file", missing}},
-		{"unusable pair", garbage, garbage, []string{"--tls-cert-file", "--tls-private-key-file", garbage}},
-	} {
-		dataDir := filepath.Join(dir, "data")
-		cmd := newCommand()
-		cmd.SetArgs([]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--tls-cert-file", tc.cert, "--tls-private-key-file", tc.key})
-		cmd.SetOut(io.Discard)
-		cmd.SetErr(io.Discard)
-		err := cmd.ExecuteContext(context.Background())
-		if err == nil {
-			t.Fatalf("%s: eventsd started", tc.what)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: readyTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	resp, err := cli.Get(ctx, "/kubevents/events/default/on-etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatal("the event is not under /kubevents/events/default/on-etcd")
+	}
+	kv := resp.Kvs[0]
+	if !bytes.HasPrefix(kv.Value, []byte("k8s\x00")) || kv.Lease == 0 || created.ResourceVersion != strconv.FormatInt(kv.ModRevision, 10) {
+		t.Fatalf("stored value %q..., lease %d, mod_revision %d, resourceVersion %s", kv.Value[:min(8, len(kv.Value))], kv.Lease, kv.ModRevision, created.ResourceVersion)
+	}
+	ttl, err := cli.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl.GrantedTTL != 3600+30 { // --event-ttl 1h plus --lease-reuse-duration-seconds
+		t.Fatalf("lease granted for %ds, want 3630", ttl.GrantedTTL)
+	}
+	got, err := cs.EventsV1().Events("default").Get(ctx, "on-etcd", metav1.GetOptions{})
+	if err != nil || got.Note != "stored in etcd" {
+		t.Fatalf("read back through events.k8s.io/v1: %+v, %v", got, err)
+	}
+
+	// The store's metrics are served with the server's.
+	mresp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	if !bytes.Contains(body, []byte("kubevents_etcd_lease_grants_total 1")) {
+		t.Fatalf("/metrics lacks kubevents_etcd_lease_grants_total 1:\n%s", body)
+	}
+
+	stop()
+}
+
+// runEventsd runs eventsd in-process on a free loopback port with args
+// until stop, which fails the test unless eventsd exits cleanly.
+func runEventsd(t *testing.T, args ...string) (addr string, stop func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = l.Addr().String()
+	l.Close()
+	cmd := newCommand()
+	cmd.SetArgs(append([]string{"--listen", addr, "--log-level", "error"}, args...))
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- cmd.ExecuteContext(ctx) }()
+	stop = func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-errc:
+			if err != nil {
+				t.Fatalf("eventsd exited with %v", err)
+			}
+		case <-time.After(readyTimeout):
+			t.Fatal("eventsd did not stop")
 		}
-		for _, w := range tc.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Fatalf("%s: error %q does not name %q", tc.what, err, w)
+	}
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return addr, stop
 			}
 		}
-		if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
-			t.Fatalf("%s: the store was opened before the TLS files were checked", tc.what)
+		select {
+		case err := <-errc:
+			cancel()
+			t.Fatalf("eventsd exited: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("eventsd not ready: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestEtcdBackendTLS: --etcd-cafile, --etcd-certfile and --etcd-keyfile
+// reach an etcd that serves TLS and requires client certificates.
+func TestEtcdBackendTLS(t *testing.T) {
+	dir := t.TempDir()
+	e, endpoint, files := etcdtest.StartTLS(t, dir)
+	defer e.Close()
+	if !strings.HasPrefix(endpoint, "https://") {
+		t.Fatalf("endpoint %s is not https", endpoint)
+	}
+	addr, stop := runEventsd(t, "--storage-backend", "etcd", "--etcd-servers", endpoint,
+		"--etcd-cafile", files.CAFile, "--etcd-certfile", files.CertFile, "--etcd-keyfile", files.KeyFile)
+	defer stop()
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://" + addr})
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "over-tls"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
+		Reason:         "Started", Type: corev1.EventTypeNormal,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tlsConfig, err := (transport.TLSInfo{CertFile: files.CertFile, KeyFile: files.KeyFile, TrustedCAFile: files.CAFile}).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsConfig, DialTimeout: readyTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	resp, err := cli.Get(ctx, "/registry/events/default/over-tls")
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the event is not under /registry/events/default/over-tls: %v", err)
+	}
+}
+
+// TestStorageBackendFlags: a backend eventsd does not know, or etcd
+// without servers, is refused before anything is served.
+func TestStorageBackendFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--storage-backend", "mysql"},
+		{"--storage-backend", "etcd"},
+		{"--storage-backend", "etcd", "--etcd-servers", "http://127.0.0.1:1", "--lease-reuse-duration-seconds", "0"},
+		{"--storage-backend", "etcd", "--etcd-servers", "https://127.0.0.1:1", "--etcd-certfile", "/nonexistent"},
+	} {
+		cmd := newCommand()
+		cmd.SetArgs(append([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "error"}, args...))
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+		err := cmd.ExecuteContext(ctx)
+		cancel()
+		if err == nil {
+			t.Fatalf("%v: eventsd accepted it", args)
 		}
 	}
 }

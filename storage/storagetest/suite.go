@@ -41,6 +41,11 @@ type Harness struct {
 	// Open opens a store over dir. Opening the same dir again after Close
 	// must see the same data.
 	Open func(t *testing.T, dir string, opts Options) storage.Interface
+	// WallClockTTL says the backend expires objects on the wall clock, not
+	// on Options.Clock: etcd's leases run on etcd's own time, and a fake
+	// clock cannot move them. The TTL case then uses TTLs of seconds and
+	// waits for them in real time.
+	WallClockTTL bool
 }
 
 // Run runs the conformance suite.
@@ -873,6 +878,10 @@ func (f *fixture) expectTicking(w storage.Watcher, typ watch.EventType, name str
 }
 
 func testTTL(t *testing.T, h Harness) {
+	if h.WallClockTTL {
+		testTTLWallClock(t, h)
+		return
+	}
 	f := open(t, h, func(o *Options) { o.DefaultTTL = 10 * time.Minute })
 	start := f.clock.Now()
 	w, err := f.s.Watch(f.ctx, storage.WatchOptions{})
@@ -916,6 +925,63 @@ func testTTL(t *testing.T, h Harness) {
 	f.expectTicking(w, watch.Deleted, "long")
 	if s := f.s.Stats(); s.Events != 0 || s.Expired != 3 {
 		t.Fatalf("stats %+v, want 0 events and 3 expired", s)
+	}
+}
+
+// testTTLWallClock is testTTL for backends whose expiry runs on the wall
+// clock, with TTLs of seconds: the same three events and the same checks.
+func testTTLWallClock(t *testing.T, h Harness) {
+	const ttl = 3 * time.Second
+	f := open(t, h, func(o *Options) { o.DefaultTTL = ttl })
+	w, err := f.s.Watch(f.ctx, storage.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	start := time.Now()
+	f.create(ev("default", "short-default"))
+	if _, err := f.s.Create(f.ctx, ev("default", "long"), storage.WriteOptions{TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	f.create(ev("default", "refreshed"))
+	for i := 0; i < 3; i++ {
+		expect(t, w, watch.Added, "")
+	}
+	time.Sleep(ttl / 2)
+	// Every write restarts the TTL.
+	refreshedAt := time.Now()
+	if _, err := f.s.Update(f.ctx, ev("default", "refreshed", func(e *corev1.Event) { e.Count = 2 }), storage.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, w, watch.Modified, "refreshed")
+	e := expect(t, w, watch.Deleted, "short-default")
+	if e.Object.Message != "started short-default" {
+		t.Fatalf("expiry DELETED should carry the last state: %+v", e.Object)
+	}
+	if took := time.Since(start); took < ttl {
+		t.Fatalf("short-default expired after %v, before its TTL of %v", took, ttl)
+	}
+	for _, n := range []string{"refreshed", "long"} {
+		if _, err := f.s.Get(f.ctx, "default", n); err != nil {
+			t.Fatalf("%s expired early: %v", n, err)
+		}
+	}
+	if _, err := f.s.Get(f.ctx, "default", "short-default"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("expired event still readable: %v", err)
+	}
+	expect(t, w, watch.Deleted, "refreshed")
+	if took := time.Since(refreshedAt); took < ttl {
+		t.Fatalf("refreshed expired %v after its update, before its TTL of %v", took, ttl)
+	}
+	if _, err := f.s.Get(f.ctx, "default", "long"); err != nil {
+		t.Fatalf("long expired early: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for s := f.s.Stats(); s.Events != 1 || s.Expired != 2; s = f.s.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v, want 1 event and 2 expired", s)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -1,0 +1,37 @@
+// Package etcdstore is a storage.Interface backend on etcd, in
+// kube-apiserver's layout, so that eventsd replicas and a kube-apiserver can
+// share an events etcd:
+//
+//   - Key: <prefix>/events/<namespace>/<name>, prefix /registry by default;
+//     both API groups are stored as core/v1 Events.
+//   - Value: application/vnd.kubernetes.protobuf, the bytes "k8s\x00" and a
+//     runtime.Unknown envelope {apiVersion v1, kind Event, raw = the Event's
+//     protobuf}, written with apimachinery's protobuf serializer. Protobuf
+//     and JSON values are read; a value encrypted at rest ("k8s:enc:...")
+//     is an *EncryptedError naming the key and the provider, counted
+//     (UndecodableValues) and logged, and lists and watches skip it.
+//   - resourceVersion is the etcd revision: mod_revision for objects, the
+//     header revision for lists.
+//   - Writes are kube-apiserver's transactions through
+//     go.etcd.io/etcd/client/v3/kubernetes: create If(ModRevision=0)
+//     Then(Put); update and delete If(ModRevision=rev) Then(Put|Delete)
+//     Else(Get), retried on a concurrent change unless a revision
+//     precondition forbids it.
+//   - TTL: kube-apiserver's lease manager. A lease granted for TTL + reuse
+//     window (min(5% of the TTL, LeaseReuseDuration)) serves the writes of
+//     that window, up to LeaseMaxObjects; every create and update attaches
+//     the current lease, so every write restarts the TTL. etcd deletes the
+//     keys when the lease expires, and watchers get DELETED with the last
+//     state.
+//   - Compaction: every CompactionInterval, coordinated with other writers
+//     (other eventsd replicas, kube-apiservers) through compact_rev_key, to
+//     the revision seen one interval earlier.
+//
+// Watches: the store keeps one etcd watch on the prefix (WithRev(rev+1),
+// WithPrevKV, WithPrefix, WithProgressNotify) and fans its changes out to
+// its watchers through a ring of recent changes, decoded once; a watcher
+// behind the ring reads etcd with a watch of its own until it is back
+// within it. Lists read the namespace's range and filter, O(events in the
+// namespace); pebblestore's selector-to-index planning over
+// eventapi.FieldSelector.Equal is what an in-memory index here can reuse.
+package etcdstore

@@ -1,0 +1,131 @@
+package etcdstore
+
+import (
+	"crypto/tls"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/utils/clock"
+)
+
+// Defaults for Options. Each is kube-apiserver's, so that eventsd and a
+// kube-apiserver sharing an events etcd behave alike.
+const (
+	// DefaultPrefix is kube-apiserver's --etcd-prefix default.
+	DefaultPrefix = "/registry"
+	// DefaultTTL is kube-apiserver's --event-ttl default.
+	DefaultTTL = time.Hour
+	// DefaultLeaseReuseDuration is kube-apiserver's
+	// --lease-reuse-duration-seconds default: one lease serves the writes
+	// of up to a minute (less for short TTLs, see leaseReusePercent).
+	DefaultLeaseReuseDuration = 60 * time.Second
+	// DefaultLeaseMaxObjects is kube-apiserver's LeaseManagerConfig
+	// default: at most this many objects are attached to one lease, so
+	// that revoking it deletes a bounded number of keys in one go.
+	DefaultLeaseMaxObjects = 1000
+	// DefaultCompactionInterval is kube-apiserver's
+	// --etcd-compaction-interval default.
+	DefaultCompactionInterval = 5 * time.Minute
+	// DefaultDialTimeout is how long Open waits for a connection; it is
+	// kube-apiserver's dial timeout.
+	DefaultDialTimeout = 20 * time.Second
+	// DefaultRingSize is how many recent changes the shared watch keeps
+	// decoded in memory for watchers; watchers further behind read etcd
+	// with a watch of their own.
+	DefaultRingSize = 4096
+	// DefaultRequestTimeout bounds the requests the store makes on its
+	// own (compaction, Stats, the shared watch's restarts), which have no caller's
+	// context.
+	DefaultRequestTimeout = 10 * time.Second
+)
+
+// Options configure Open. The zero value of each field means its default.
+type Options struct {
+	// Endpoints are the etcd client URLs, e.g. http://127.0.0.1:2379.
+	// Required unless Client is set.
+	Endpoints []string
+	// TLS is the client TLS configuration; nil means plain connections.
+	TLS *tls.Config
+	// DialTimeout bounds the first connection (DefaultDialTimeout).
+	DialTimeout time.Duration
+	// Client, when set, is used instead of dialling Endpoints; the store
+	// does not close it.
+	Client *clientv3.Client
+
+	// Prefix is the key prefix (DefaultPrefix): events live under
+	// <Prefix>/events/<namespace>/<name>, as kube-apiserver keeps them.
+	Prefix string
+	// DefaultTTL is the TTL of writes that do not give one (DefaultTTL).
+	DefaultTTL time.Duration
+	// LeaseReuseDuration is how long one lease is reused for new writes,
+	// capped at 5% of the TTL (DefaultLeaseReuseDuration).
+	LeaseReuseDuration time.Duration
+	// LeaseMaxObjects caps the objects attached to one lease
+	// (DefaultLeaseMaxObjects).
+	LeaseMaxObjects int
+	// CompactionInterval is how often the store compacts etcd's history
+	// to the revision it saw one interval earlier, coordinated with other
+	// writers (kube-apiserver's scheme) through the key compact_rev_key.
+	// Zero means DefaultCompactionInterval; negative disables compaction
+	// (kube-apiserver's --etcd-compaction-interval=0).
+	CompactionInterval time.Duration
+	// HistoryMaxRevisions, when > 0, also compacts away revisions older
+	// than the newest minus this many at each compaction, bounding
+	// history in a write storm. Zero (the default, as upstream) keeps one
+	// full interval.
+	HistoryMaxRevisions int64
+
+	// RingSize is the number of recent changes kept in memory for
+	// watchers, at least (up to twice as many between trims)
+	// (DefaultRingSize).
+	RingSize int
+
+	// Clock drives compaction, watch progress bookmarks and lease reuse
+	// decisions. Lease expiry itself runs on etcd's wall clock.
+	Clock clock.WithTicker
+	// Logger receives operational logs; slog.Default() when nil.
+	Logger *slog.Logger
+	// Registerer, when set, receives the store's metrics:
+	// kubevents_etcd_undecodable_values_total{reason} (encrypted or
+	// invalid values met and skipped or refused) and
+	// kubevents_etcd_lease_grants_total.
+	Registerer prometheus.Registerer
+}
+
+func (o Options) withDefaults() Options {
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = DefaultDialTimeout
+	}
+	o.Prefix = strings.TrimRight(o.Prefix, "/")
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if !strings.HasPrefix(o.Prefix, "/") {
+		o.Prefix = "/" + o.Prefix
+	}
+	if o.DefaultTTL <= 0 {
+		o.DefaultTTL = DefaultTTL
+	}
+	if o.LeaseReuseDuration <= 0 {
+		o.LeaseReuseDuration = DefaultLeaseReuseDuration
+	}
+	if o.LeaseMaxObjects <= 0 {
+		o.LeaseMaxObjects = DefaultLeaseMaxObjects
+	}
+	if o.CompactionInterval == 0 {
+		o.CompactionInterval = DefaultCompactionInterval
+	}
+	if o.RingSize <= 0 {
+		o.RingSize = DefaultRingSize
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}

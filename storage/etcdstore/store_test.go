@@ -1,0 +1,51 @@
+package etcdstore_test
+
+import (
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/etcdstore"
+	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
+	"github.com/kubevents/kubevents/storage/storagetest"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// withEtcd is a store that stops its etcd when it closes.
+type withEtcd struct {
+	*etcdstore.Store
+	etcd *embed.Etcd
+	once sync.Once
+}
+
+func (s *withEtcd) Close() error {
+	err := s.Store.Close()
+	s.once.Do(s.etcd.Close)
+	return err
+}
+
+func open(t *testing.T, dir string, o storagetest.Options) storage.Interface {
+	t.Helper()
+	e, endpoint := etcdtest.Start(t, dir)
+	s, err := etcdstore.Open(etcdstore.Options{
+		Endpoints:           []string{endpoint},
+		Clock:               o.Clock,
+		DefaultTTL:          o.DefaultTTL,
+		HistoryMaxRevisions: o.HistoryMaxEvents,
+		RingSize:            256, // small, so lagging watchers catch up with watches of their own
+		Logger:              slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		e.Close()
+		t.Fatal(err)
+	}
+	return &withEtcd{Store: s, etcd: e}
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, storagetest.Harness{Open: open, WallClockTTL: true})
+}

@@ -1,0 +1,287 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/kubevents/kubevents/storage"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
+)
+
+// watchBuffer is how many events a watcher holds for a slow reader; beyond
+// it the watcher waits, and falls back to a watch of its own once the
+// store's ring of recent changes has moved past it.
+const watchBuffer = 100
+
+// catchUpMetadataKey is the gRPC metadata key that gives each catch-up
+// watch a stream of its own.
+const catchUpMetadataKey = "kubevents-catch-up-watch"
+
+// watcher is one storage.Watcher.
+type watcher struct {
+	out    chan storage.Event
+	cancel context.CancelFunc
+}
+
+// ResultChan implements storage.Watcher.
+func (w *watcher) ResultChan() <-chan storage.Event { return w.out }
+
+// Stop implements storage.Watcher.
+func (w *watcher) Stop() { w.cancel() }
+
+// Watch implements storage.Interface. Watchers share the store's one etcd
+// watch on the prefix (WithRev, WithPrevKV, WithPrefix,
+// WithProgressNotify) through a ring of its recent changes, decoded once;
+// a watcher that starts before the ring, or falls behind it, reads etcd
+// with a watch of its own (the same options from its next revision) until
+// it is back within the ring. Selectors are evaluated on the decoded
+// objects, with kube-apiserver's transitions: a change that moves an
+// object out of the selection is DELETED (carrying the last state that
+// matched), into it ADDED. Progress bookmarks come from etcd's progress
+// notifications, requested when ProgressInterval passed without an event.
+// A compacted start revision gives an event carrying ErrCompacted.
+func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.Watcher, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	prefix, ok := s.scope(opts.Selector)
+	if !ok {
+		prefix = s.root + "\x00none/" // nothing can match
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var initial []*corev1.Event
+	start := opts.Revision
+	switch {
+	case opts.SendInitialEvents:
+		res := &storage.ListResult{}
+		var err error
+		if ok {
+			res, err = s.scan(ctx, prefix, prefix, 0, opts.Selector, 0)
+		} else {
+			res, err = s.emptyList(ctx, 0)
+		}
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		initial, start = res.Items, res.Revision
+	case start == 0:
+		resp, err := s.cli.Get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("etcdstore: watch: %w", mapErr(err))
+		}
+		s.observe(resp.Header.Revision)
+		start = resp.Header.Revision
+	}
+	var ticker clock.Ticker
+	if opts.ProgressInterval > 0 {
+		ticker = s.opts.Clock.NewTicker(opts.ProgressInterval)
+	}
+	w := &watcher{out: make(chan storage.Event, watchBuffer), cancel: cancel}
+	r := &watchRun{s: s, ctx: ctx, w: w, opts: opts, prefix: prefix, pos: start}
+	if ticker != nil {
+		r.tick = ticker.C()
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(w.out)
+		defer cancel()
+		if ticker != nil {
+			defer ticker.Stop()
+		}
+		r.run(initial)
+	}()
+	return w, nil
+}
+
+// watchRun is the state of one watcher's goroutine.
+type watchRun struct {
+	s      *Store
+	ctx    context.Context
+	w      *watcher
+	opts   storage.WatchOptions
+	prefix string
+	tick   <-chan time.Time // nil without ProgressInterval
+	pos    int64            // every change up to pos has been handled
+	sent   bool             // an event was sent since the last tick
+	// bookmarkAfter, when >= 0, asks for a bookmark once the hub has
+	// received more progress notifications than this.
+	bookmarkAfter int64
+}
+
+func (r *watchRun) send(e storage.Event) bool {
+	select {
+	case r.w.out <- e:
+		r.sent = true
+		return true
+	case <-r.ctx.Done():
+	case <-r.s.ctx.Done():
+	}
+	return false
+}
+
+func (r *watchRun) run(initial []*corev1.Event) {
+	for _, ev := range initial {
+		rev, _ := strconv.ParseInt(ev.ResourceVersion, 10, 64)
+		if !r.send(storage.Event{Type: watch.Added, Object: ev, Revision: rev}) {
+			return
+		}
+	}
+	if r.opts.SendInitialEvents && r.opts.InitialEventsEndBookmark {
+		if !r.send(storage.Event{Type: watch.Bookmark, Revision: r.pos, InitialEventsEnd: true}) {
+			return
+		}
+	}
+	if oldest := r.s.oldest.Load(); r.pos+1 < oldest {
+		r.send(storage.Event{Err: fmt.Errorf("watch from revision %d, compacted at %d: %w", r.pos, oldest, storage.ErrCompacted)})
+		return
+	}
+	r.bookmarkAfter = -1
+	for {
+		v := r.s.hub.after(r.pos)
+		if !v.ok {
+			if !r.catchUp() {
+				return
+			}
+			continue
+		}
+		for _, c := range v.changes {
+			// The selector checks the namespace: no prefix test needed.
+			if e, ok := selectChange(c, r.opts.Selector); ok && !r.send(e) {
+				return
+			}
+			r.pos = c.rev
+		}
+		if v.covered > r.pos {
+			r.pos = v.covered
+		}
+		if r.bookmarkAfter >= 0 && v.progress > r.bookmarkAfter {
+			r.bookmarkAfter = -1
+			if !r.send(storage.Event{Type: watch.Bookmark, Revision: r.pos}) {
+				return
+			}
+		}
+		if len(v.changes) > 0 {
+			continue
+		}
+		select {
+		case <-v.wake:
+		case <-r.ctx.Done():
+			return
+		case <-r.s.ctx.Done():
+			return
+		case <-r.tick:
+			// etcd drops a progress request while a watch on the stream
+			// is unsynced: ask again at every tick until it is answered.
+			if !r.sent || r.bookmarkAfter >= 0 {
+				if r.bookmarkAfter < 0 {
+					r.bookmarkAfter = v.progress
+				}
+				r.requestProgress(r.s.hubCtx)
+			}
+			r.sent = false
+		}
+	}
+}
+
+func (r *watchRun) requestProgress(ctx context.Context) {
+	if err := r.s.cli.RequestProgress(ctx); err != nil && r.ctx.Err() == nil {
+		r.s.log.Debug("etcdstore: watch progress request failed", "err", err)
+	}
+}
+
+// catchUp follows etcd with a watch of its own from pos until pos is
+// within the hub's ring again. It returns false when the watcher ended.
+func (r *watchRun) catchUp() bool {
+	ctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
+	// Its own metadata puts this watch on a gRPC stream of its own: etcd
+	// answers a progress request only once every watch on the stream is
+	// synced, and this one is catching up.
+	wctx := metadata.AppendToOutgoingContext(clientv3.WithRequireLeader(ctx),
+		catchUpMetadataKey, strconv.FormatInt(r.s.catchUps.Add(1), 10))
+	wch := r.s.cli.Watch(wctx, r.prefix, clientv3.WithPrefix(), clientv3.WithRev(r.pos+1),
+		clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	for {
+		select {
+		case <-r.ctx.Done():
+			return false
+		case <-r.s.ctx.Done():
+			return false
+		case <-r.tick:
+			if !r.sent {
+				r.requestProgress(wctx)
+			}
+			r.sent = false
+		case resp, ok := <-wch:
+			if !ok {
+				if r.ctx.Err() == nil && r.s.ctx.Err() == nil {
+					r.send(storage.Event{Err: errors.New("etcdstore: etcd watch ended")})
+				}
+				return false
+			}
+			if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
+				r.send(storage.Event{Err: fmt.Errorf("watch from revision %d, compacted at %d: %w", r.pos, resp.CompactRevision, storage.ErrCompacted)})
+				return false
+			}
+			if err := resp.Err(); err != nil {
+				r.send(storage.Event{Err: fmt.Errorf("etcdstore: watch: %w", err)})
+				return false
+			}
+			if resp.IsProgressNotify() {
+				if rev := resp.Header.Revision; rev >= r.pos {
+					r.pos = rev
+					if r.opts.ProgressInterval > 0 && !r.send(storage.Event{Type: watch.Bookmark, Revision: rev}) {
+						return false
+					}
+				}
+			}
+			for _, e := range resp.Events {
+				if ev, ok := selectChange(r.s.decodeChange(e), r.opts.Selector); ok && !r.send(ev) {
+					return false
+				}
+				r.pos = e.Kv.ModRevision
+			}
+			if r.s.hub.after(r.pos).ok {
+				return true
+			}
+		}
+	}
+}
+
+// selectChange turns a change into the watch event a watcher with sel
+// sees, if any.
+func selectChange(c change, sel storage.Selector) (storage.Event, bool) {
+	prev := c.prev
+	if prev != nil && !sel.Matches(prev) {
+		prev = nil
+	}
+	if c.delete {
+		if prev == nil {
+			return storage.Event{}, false
+		}
+		return storage.Event{Type: watch.Deleted, Object: prev, Revision: c.rev}, true
+	}
+	if c.cur == nil {
+		return storage.Event{}, false
+	}
+	switch matches := sel.Matches(c.cur); {
+	case matches && prev != nil && !c.create:
+		return storage.Event{Type: watch.Modified, Object: c.cur, Revision: c.rev}, true
+	case matches:
+		return storage.Event{Type: watch.Added, Object: c.cur, Revision: c.rev}, true
+	case prev != nil && !c.create:
+		return storage.Event{Type: watch.Deleted, Object: prev, Revision: c.rev}, true
+	}
+	return storage.Event{}, false
+}
