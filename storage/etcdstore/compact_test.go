@@ -89,3 +89,42 @@ func rev(t *testing.T, rv string) int64 {
 	}
 	return r
 }
+
+// TestContinueExpiresByCompaction: a continue token is served at its
+// list's revision until etcd compacts past it, then gets kube-apiserver's
+// 410 with a token to continue inconsistently.
+func TestContinueExpiresByCompaction(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, n := range []string{"a", "b", "c"} {
+		if _, err := e.s.Create(e.ctx, event("default", n), storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := e.s.List(e.ctx, storage.ListOptions{Limit: 1})
+	if err != nil || first.Continue == "" {
+		t.Fatalf("first page: %v, continue %q", err, first.Continue)
+	}
+	later, err := e.s.Create(e.ctx, event("default", "later"), storage.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := e.s.List(e.ctx, storage.ListOptions{Continue: first.Continue})
+	if err != nil {
+		t.Fatalf("before compaction: %v", err)
+	}
+	if next.Revision != first.Revision || len(next.Items) != 2 {
+		t.Fatalf("second page at revision %d with %d items, want revision %d and b, c", next.Revision, len(next.Items), first.Revision)
+	}
+	rev, err := strconv.ParseInt(later.ResourceVersion, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cli.Compact(e.ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.s.List(e.ctx, storage.ListOptions{Continue: first.Continue})
+	var expired *storage.ContinueExpiredError
+	if !errors.As(err, &expired) || !errors.Is(err, storage.ErrCompacted) || expired.Inconsistent == "" {
+		t.Fatalf("after compaction: got %v, want ErrCompacted with an inconsistent continue token", err)
+	}
+}

@@ -47,5 +47,5 @@ func open(t *testing.T, dir string, o storagetest.Options) storage.Interface {
 }
 
 func TestConformance(t *testing.T) {
-	storagetest.Run(t, storagetest.Harness{Open: open, WallClockTTL: true})
+	storagetest.Run(t, storagetest.Harness{Open: open, WallClockTTL: true, ContinueExpiresByCompaction: true})
 }

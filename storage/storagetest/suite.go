@@ -46,6 +46,14 @@ type Harness struct {
 	// clock cannot move them. The TTL case then uses TTLs of seconds and
 	// waits for them in real time.
 	WallClockTTL bool
+	// ContinueExpiresByCompaction says a continue token stays valid until
+	// the backend's history is compacted past the list's revision, not
+	// for a fixed window after its last page: on etcd, kube-apiserver's
+	// compactor compacts once per interval to the revision it saw one
+	// interval earlier, so a token lives between one and two intervals.
+	// The pagination case then checks only that tokens outlive other
+	// clients' lists; the backend tests expiry by compaction itself.
+	ContinueExpiresByCompaction bool
 }
 
 // Run runs the conformance suite.
@@ -494,6 +502,9 @@ func testListPaginationManyLists(t *testing.T, h Harness) {
 			t.Fatalf("list %d continued at revision %d, started at %d", i, res.Revision, l.rev)
 		}
 		equal(t, fmt.Sprintf("list %d, second page", i), names(res.Items), l.want)
+	}
+	if h.ContinueExpiresByCompaction {
+		return
 	}
 	res, err := f.s.List(f.ctx, storage.ListOptions{Limit: 1})
 	if err != nil || res.Continue == "" {
