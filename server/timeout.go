@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -79,7 +80,7 @@ func (s *Server) readBodyFirst(w http.ResponseWriter, r *http.Request) (ok bool)
 // panic in h is re-raised in the caller's goroutine.
 func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
 	timeout := s.cfg.RequestTimeout
-	if t := r.URL.Query().Get("timeout"); t != "" {
+	if t := timeoutParam(r); t != "" {
 		// kube-apiserver's request deadline: the client's timeout
 		// parameter, when shorter than --request-timeout.
 		d, err := time.ParseDuration(t)
@@ -125,6 +126,15 @@ func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, h func(http
 		s.setWriteDeadline(w)
 		writeStatus(w, requestTimedOut())
 	}
+}
+
+// timeoutParam returns r's timeout query parameter, without parsing the
+// query of the many requests that have none.
+func timeoutParam(r *http.Request) string {
+	if !strings.Contains(r.URL.RawQuery, "timeout=") {
+		return ""
+	}
+	return r.URL.Query().Get("timeout")
 }
 
 // requestTimedOut is kube-apiserver's answer to a request that outlived
