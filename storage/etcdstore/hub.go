@@ -1,7 +1,6 @@
 package etcdstore
 
 import (
-	"context"
 	"sort"
 	"sync"
 	"time"
@@ -137,6 +136,7 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 				if resp.Header.Revision > rev {
 					rev = resp.Header.Revision
 				}
+				s.idx.Load().m.SetRevision(rev)
 				s.hub.publish(nil, rev, true)
 				continue
 			}
@@ -149,14 +149,14 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 				rev = e.Kv.ModRevision
 			}
 			s.observe(rev)
+			s.feedIndex(s.idx.Load().m, resp.Events, cs, rev)
 			s.hub.publish(cs, rev, false)
 		}
 		if s.ctx.Err() != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, DefaultRequestTimeout)
-		r, err := s.cli.Get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		cancel()
+		// Rebuild the index at the current revision and follow on from it.
+		m, err := s.buildIndex(s.ctx, 0)
 		if err != nil {
 			select {
 			case <-s.ctx.Done():
@@ -164,7 +164,9 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 			}
 			continue
 		}
-		rev = r.Header.Revision
+		rev = m.Revision()
+		s.observe(rev)
+		s.swapIndex(m)
 		s.hub.reset(rev)
 	}
 }

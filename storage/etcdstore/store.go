@@ -48,6 +48,10 @@ type Store struct {
 	hubCtx   context.Context // the shared watch's; progress requests go to its stream
 	catchUps atomic.Int64    // catch-up watches opened
 
+	idx          atomic.Pointer[indexHolder] // the keys-only index lists plan with
+	indexedLists atomic.Int64                // list pages served through idx
+	listKeysRead atomic.Int64                // keys lists read from etcd
+
 	rev         atomic.Int64 // highest revision observed
 	oldest      atomic.Int64 // the compacted revision
 	deletesSeen atomic.Int64 // DELETEs under root seen by the shared watch
@@ -144,6 +148,12 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 
+	m, err := s.buildIndex(s.ctx, resp.Header.Revision)
+	if err != nil {
+		s.closeClient()
+		return nil, err
+	}
+	s.swapIndex(m)
 	s.hub = newHub(resp.Header.Revision, opts.RingSize)
 	s.hubCtx = clientv3.WithRequireLeader(s.ctx)
 	created := make(chan struct{})
