@@ -147,7 +147,7 @@ var errNotIndexed = errors.New("not served by the index")
 // after. It returns errNotIndexed when the index cannot answer (its
 // history does not reach back to at).
 func (s *Store) indexedList(ctx context.Context, opts storage.ListOptions, plan index.Plan, at int64, after string) (*storage.ListResult, error) {
-	wait := at
+	wait, pinned := at, at != 0
 	if at == 0 {
 		cur, err := s.currentRevision(ctx)
 		if err != nil {
@@ -158,7 +158,7 @@ func (s *Store) indexedList(ctx context.Context, opts storage.ListOptions, plan 
 				return nil, fmt.Errorf("revision %d, current %d: %w", opts.Revision, cur, storage.ErrFutureRevision)
 			}
 			if opts.Exact {
-				at = opts.Revision
+				at, pinned = opts.Revision, true
 			}
 		}
 		wait = cur
@@ -185,6 +185,13 @@ func (s *Store) indexedList(ctx context.Context, opts storage.ListOptions, plan 
 		if at == 0 {
 			at = rev
 			res.Revision = rev
+		}
+		if len(keys) == 0 && pinned {
+			// Nothing to fetch: check that etcd still serves the
+			// revision asked for, as a range read at it would.
+			if _, err := s.cli.Get(ctx, s.root, clientv3.WithRev(at)); err != nil {
+				return nil, fmt.Errorf("etcdstore: list at %d: %w", at, mapErr(err))
+			}
 		}
 		evs, err := s.fetch(ctx, keys, at)
 		if err != nil {

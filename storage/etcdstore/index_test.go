@@ -277,3 +277,47 @@ func TestIndexedListFetchesOnlyCandidates(t *testing.T) {
 		t.Fatalf("range read read %d keys, want %d", read, pods*perPod-2)
 	}
 }
+
+// TestIndexedListAtCompactedRevision: an indexed list at a revision etcd
+// has compacted fails as a range read there does (ErrCompacted, and for a
+// continue token kube-apiserver's 410 with an inconsistent token), with
+// candidates to fetch or without.
+func TestIndexedListAtCompactedRevision(t *testing.T) {
+	e := newEnv(t, nil)
+	for _, n := range []string{"a", "b", "c"} {
+		if _, err := e.s.Create(e.ctx, event("default", n), storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started := fieldSel(t, "reason=Started")
+	first, err := e.s.List(e.ctx, storage.ListOptions{Selector: started, Limit: 1})
+	if err != nil || first.Continue == "" || len(first.Items) != 1 {
+		t.Fatalf("first page: %v, %v", first, err)
+	}
+	before := e.s.IndexedLists()
+	next, err := e.s.List(e.ctx, storage.ListOptions{Selector: started, Continue: first.Continue})
+	if err != nil || next.Revision != first.Revision || len(next.Items) != 2 {
+		t.Fatalf("second page before compaction: %v, %v", next, err)
+	}
+	if e.s.IndexedLists() == before {
+		t.Fatal("the second page did not go through the index")
+	}
+	later, err := e.s.Create(e.ctx, event("default", "later"), storage.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cli.Compact(e.ctx, rev(t, later.ResourceVersion)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.s.List(e.ctx, storage.ListOptions{Selector: started, Continue: first.Continue})
+	var expired *storage.ContinueExpiredError
+	if !errors.As(err, &expired) || !errors.Is(err, storage.ErrCompacted) || expired.Inconsistent == "" {
+		t.Fatalf("continue after compaction: got %v, want ErrCompacted with an inconsistent continue token", err)
+	}
+	for _, raw := range []string{"reason=Started", "reason=Nothing"} {
+		_, err := e.s.List(e.ctx, storage.ListOptions{Selector: fieldSel(t, raw), Revision: first.Revision, Exact: true})
+		if !errors.Is(err, storage.ErrCompacted) {
+			t.Fatalf("%s at compacted revision %d: got %v, want ErrCompacted", raw, first.Revision, err)
+		}
+	}
+}
