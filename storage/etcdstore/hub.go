@@ -1,6 +1,7 @@
 package etcdstore
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -116,7 +117,9 @@ func (s *Store) decodeChange(e *clientv3.Event) change {
 func (s *Store) runHub(rev int64, created chan<- struct{}) {
 	defer s.wg.Done()
 	for s.ctx.Err() == nil {
-		wch := s.cli.Watch(s.hubCtx, s.root, clientv3.WithPrefix(), clientv3.WithRev(rev+1),
+		wctx, wcancel := context.WithCancel(s.hubCtx)
+		s.hubBreak.Store(&wcancel)
+		wch := s.cli.Watch(wctx, s.root, clientv3.WithPrefix(), clientv3.WithRev(rev+1),
 			clientv3.WithPrevKV(), clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
 		for resp := range wch {
 			if resp.Created {
@@ -152,6 +155,7 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 			s.feedIndex(s.idx.Load().m, resp.Events, cs, rev)
 			s.hub.publish(cs, rev, false)
 		}
+		wcancel()
 		if s.ctx.Err() != nil {
 			return
 		}
@@ -167,6 +171,7 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 		rev = m.Revision()
 		s.observe(rev)
 		s.swapIndex(m)
+		s.indexBuilds.Add(1)
 		s.hub.reset(rev)
 	}
 }

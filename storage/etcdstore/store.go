@@ -47,10 +47,14 @@ type Store struct {
 	hub      *hub
 	hubCtx   context.Context // the shared watch's; progress requests go to its stream
 	catchUps atomic.Int64    // catch-up watches opened
+	// hubBreak cancels the shared watch's current etcd watch, which then
+	// restarts as after a break (tests use it).
+	hubBreak atomic.Pointer[context.CancelFunc]
 
 	idx          atomic.Pointer[indexHolder] // the keys-only index lists plan with
 	indexedLists atomic.Int64                // list pages served through idx
 	listKeysRead atomic.Int64                // keys lists read from etcd
+	indexBuilds  atomic.Int64                // indexes rebuilt after a break in the shared watch
 
 	rev         atomic.Int64 // highest revision observed
 	oldest      atomic.Int64 // the compacted revision
