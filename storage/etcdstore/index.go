@@ -106,6 +106,18 @@ func (s *Store) IndexedLists() int64 { return s.indexedLists.Load() }
 // candidate keys indexed lists fetched.
 func (s *Store) ListKeysRead() int64 { return s.listKeysRead.Load() }
 
+// The values of kubevents_etcd_list_keys_read_total's path label.
+const (
+	listPathIndex = "index"
+	listPathRange = "range"
+)
+
+// countListKeys counts n keys a list read from etcd by path.
+func (s *Store) countListKeys(path string, n int) {
+	s.listKeysRead.Add(int64(n))
+	s.listKeysMetric.WithLabelValues(path).Add(float64(n))
+}
+
 // currentRevision reads etcd's current revision with a get of one key.
 func (s *Store) currentRevision(ctx context.Context) (int64, error) {
 	resp, err := s.cli.Get(ctx, s.root)
@@ -237,7 +249,7 @@ func (s *Store) fetch(ctx context.Context, keys []string, rev int64) ([]*corev1.
 			return nil, fmt.Errorf("etcdstore: list: fetch %d keys at %d: %w", len(chunk), rev, mapErr(err))
 		}
 		s.observe(resp.Header.Revision)
-		s.listKeysRead.Add(int64(len(chunk)))
+		s.countListKeys(listPathIndex, len(chunk))
 		for _, r := range resp.Responses {
 			kvs := r.GetResponseRange().GetKvs()
 			if len(kvs) == 0 {

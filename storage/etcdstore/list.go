@@ -163,7 +163,7 @@ func (s *Store) scan(ctx context.Context, prefix, start string, rev int64, sel s
 			return nil, fmt.Errorf("etcdstore: list %s: %w", prefix, mapErr(err))
 		}
 		s.observe(resp.Revision)
-		s.listKeysRead.Add(int64(len(resp.Kvs)))
+		s.countListKeys(listPathRange, len(resp.Kvs))
 		if rev == 0 {
 			rev = resp.Revision
 		}

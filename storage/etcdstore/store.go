@@ -67,6 +67,7 @@ type Store struct {
 
 	undecodableMetric *prometheus.CounterVec
 	grantsMetric      prometheus.Counter
+	listKeysMetric    *prometheus.CounterVec
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -90,8 +91,12 @@ func Open(opts Options) (*Store, error) {
 		Name: "kubevents_etcd_lease_grants_total",
 		Help: "etcd leases the store granted for events' TTLs.",
 	})
+	s.listKeysMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubevents_etcd_list_keys_read_total",
+		Help: "Keys lists read from etcd: candidates fetched through the in-memory index (path=index) or keys of range reads (path=range).",
+	}, []string{"path"})
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{s.undecodableMetric, s.grantsMetric} {
+		for _, c := range []prometheus.Collector{s.undecodableMetric, s.grantsMetric, s.listKeysMetric} {
 			if err := opts.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("etcdstore: register metrics: %w", err)
 			}
