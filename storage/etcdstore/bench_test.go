@@ -1,6 +1,7 @@
 package etcdstore_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
@@ -44,6 +46,9 @@ const benchEventsEnv = "KUBEVENTS_BENCH_EVENTS"
 // couple of minutes on two cores.
 const defaultBenchEvents = 100_000
 
+// benchFillTimeout bounds BenchmarkListOnePod's fill and lists.
+const benchFillTimeout = 20 * time.Minute
+
 // BenchmarkListOnePod lists one pod's 50 events among N stored (N from
 // KUBEVENTS_BENCH_EVENTS, default 100,000), through the in-memory index
 // (an involvedObject.uid selector) and through a range read (a label
@@ -59,6 +64,10 @@ func BenchmarkListOnePod(b *testing.B) {
 	}
 	const perPod = 50
 	e := newEnv(b, nil)
+	// Filling a large store takes longer than the env's context allows.
+	ctx, cancel := context.WithTimeout(context.Background(), benchFillTimeout)
+	defer cancel()
+	e.ctx = ctx
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range 16 {
