@@ -65,6 +65,7 @@ func (s *Store) compact(ctx context.Context, version, prevRev int64) (int64, int
 		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) == 1 {
 			if r, err := strconv.ParseInt(string(kvs[0].Value), 10, 64); err == nil && r > s.oldest.Load() {
 				s.oldest.Store(r)
+				s.forgetIndex(r)
 			}
 			return kvs[0].Version, cur, nil
 		}
@@ -78,6 +79,7 @@ func (s *Store) compact(ctx context.Context, version, prevRev int64) (int64, int
 	}
 	if target > s.oldest.Load() {
 		s.oldest.Store(target)
+		s.forgetIndex(target)
 	}
 	s.log.Info("etcdstore: compacted", "revision", target)
 	return version + 1, cur, nil

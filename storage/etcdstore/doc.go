@@ -31,7 +31,11 @@
 // WithPrevKV, WithPrefix, WithProgressNotify) and fans its changes out to
 // its watchers through a ring of recent changes, decoded once; a watcher
 // behind the ring reads etcd with a watch of its own until it is back
-// within it. Lists read the namespace's range and filter, O(events in the
-// namespace); pebblestore's selector-to-index planning over
-// eventapi.FieldSelector.Equal is what an in-memory index here can reuse.
+// within it. The same watch feeds a keys-only index.Memory of index.All(),
+// built from a list of the prefix when the store opens (and again when the
+// watch breaks): a list whose selector the planner serves by lookups waits
+// for the index to reach etcd's current revision, fetches only the
+// candidate keys at the list's revision and filters them, O(matches);
+// other lists read the namespace's range and filter, O(events in the
+// namespace).
 package etcdstore

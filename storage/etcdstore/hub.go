@@ -117,7 +117,9 @@ func (s *Store) decodeChange(e *clientv3.Event) change {
 func (s *Store) runHub(rev int64, created chan<- struct{}) {
 	defer s.wg.Done()
 	for s.ctx.Err() == nil {
-		wch := s.cli.Watch(s.hubCtx, s.root, clientv3.WithPrefix(), clientv3.WithRev(rev+1),
+		wctx, wcancel := context.WithCancel(s.hubCtx)
+		s.hubBreak.Store(&wcancel)
+		wch := s.cli.Watch(wctx, s.root, clientv3.WithPrefix(), clientv3.WithRev(rev+1),
 			clientv3.WithPrevKV(), clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
 		for resp := range wch {
 			if resp.Created {
@@ -137,6 +139,7 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 				if resp.Header.Revision > rev {
 					rev = resp.Header.Revision
 				}
+				s.idx.Load().m.SetRevision(rev)
 				s.hub.publish(nil, rev, true)
 				continue
 			}
@@ -149,14 +152,15 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 				rev = e.Kv.ModRevision
 			}
 			s.observe(rev)
+			s.feedIndex(s.idx.Load().m, resp.Events, cs, rev)
 			s.hub.publish(cs, rev, false)
 		}
+		wcancel()
 		if s.ctx.Err() != nil {
 			return
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, DefaultRequestTimeout)
-		r, err := s.cli.Get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
-		cancel()
+		// Rebuild the index at the current revision and follow on from it.
+		m, err := s.buildIndex(s.ctx, 0)
 		if err != nil {
 			select {
 			case <-s.ctx.Done():
@@ -164,7 +168,10 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 			}
 			continue
 		}
-		rev = r.Header.Revision
+		rev = m.Revision()
+		s.observe(rev)
+		s.swapIndex(m)
+		s.indexBuilds.Add(1)
 		s.hub.reset(rev)
 	}
 }

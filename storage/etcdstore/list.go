@@ -76,12 +76,13 @@ func (s *Store) scope(sel storage.Selector) (string, bool) {
 	return s.root + ns + "/", true
 }
 
-// List implements storage.Interface. It reads the range under the
-// selector's namespace at one revision, in key order, and filters the
-// decoded events: O(events in the namespace) for now. (pebblestore's
-// plan/involvesPlan, over eventapi.FieldSelector.Equal, is the
-// selector-to-index logic an in-memory index here can reuse.) Values it
-// cannot decode are skipped, counted and logged.
+// List implements storage.Interface. A selector the index plans lookups
+// for (see index.Set.Plan) is served from the store's in-memory index:
+// the candidate keys, fetched from etcd at the list's revision and
+// filtered with the selector, O(matches). Other lists read the range
+// under the selector's namespace at one revision, in key order, and
+// filter the decoded events. Values it cannot decode are skipped, counted
+// and logged.
 func (s *Store) List(ctx context.Context, opts storage.ListOptions) (*storage.ListResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
@@ -97,8 +98,24 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (*storage.Li
 			rev = tok.ResourceVersion
 		}
 		start = s.root + tok.StartKey
+		opts.Revision, opts.Exact = 0, false
 	} else if opts.Revision > 0 && opts.Exact {
 		rev = opts.Revision
+	}
+	if h := s.idx.Load(); h != nil {
+		if plan := h.m.Set().Plan(opts.Selector); !plan.None && plan.Name == "" && plan.Lookups != nil {
+			res, err := s.indexedList(ctx, opts, plan, rev, strings.TrimPrefix(start, s.root))
+			switch {
+			case err == nil:
+				return res, nil
+			case opts.Continue != "" && errors.Is(err, storage.ErrCompacted):
+				return nil, &storage.ContinueExpiredError{Inconsistent: encodeContinue(-1, strings.TrimPrefix(start, s.root))}
+			case !errors.Is(err, errNotIndexed):
+				return nil, err
+			}
+			// The index's history does not reach the list's revision:
+			// read the range.
+		}
 	}
 	prefix, ok := s.scope(opts.Selector)
 	if !ok {
@@ -146,6 +163,7 @@ func (s *Store) scan(ctx context.Context, prefix, start string, rev int64, sel s
 			return nil, fmt.Errorf("etcdstore: list %s: %w", prefix, mapErr(err))
 		}
 		s.observe(resp.Revision)
+		s.countListKeys(listPathRange, len(resp.Kvs))
 		if rev == 0 {
 			rev = resp.Revision
 		}

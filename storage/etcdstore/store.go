@@ -47,6 +47,14 @@ type Store struct {
 	hub      *hub
 	hubCtx   context.Context // the shared watch's; progress requests go to its stream
 	catchUps atomic.Int64    // catch-up watches opened
+	// hubBreak cancels the shared watch's current etcd watch, which then
+	// restarts as after a break (tests use it).
+	hubBreak atomic.Pointer[context.CancelFunc]
+
+	idx          atomic.Pointer[indexHolder] // the keys-only index lists plan with
+	indexedLists atomic.Int64                // list pages served through idx
+	listKeysRead atomic.Int64                // keys lists read from etcd
+	indexBuilds  atomic.Int64                // indexes rebuilt after a break in the shared watch
 
 	rev         atomic.Int64 // highest revision observed
 	oldest      atomic.Int64 // the compacted revision
@@ -59,6 +67,7 @@ type Store struct {
 
 	undecodableMetric *prometheus.CounterVec
 	grantsMetric      prometheus.Counter
+	listKeysMetric    *prometheus.CounterVec
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -82,8 +91,12 @@ func Open(opts Options) (*Store, error) {
 		Name: "kubevents_etcd_lease_grants_total",
 		Help: "etcd leases the store granted for events' TTLs.",
 	})
+	s.listKeysMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kubevents_etcd_list_keys_read_total",
+		Help: "Keys lists read from etcd: candidates fetched through the in-memory index (path=index) or keys of range reads (path=range).",
+	}, []string{"path"})
 	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{s.undecodableMetric, s.grantsMetric} {
+		for _, c := range []prometheus.Collector{s.undecodableMetric, s.grantsMetric, s.listKeysMetric} {
 			if err := opts.Registerer.Register(c); err != nil {
 				return nil, fmt.Errorf("etcdstore: register metrics: %w", err)
 			}
@@ -144,6 +157,12 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 
+	m, err := s.buildIndex(s.ctx, resp.Header.Revision)
+	if err != nil {
+		s.closeClient()
+		return nil, err
+	}
+	s.swapIndex(m)
 	s.hub = newHub(resp.Header.Revision, opts.RingSize)
 	s.hubCtx = clientv3.WithRequireLeader(s.ctx)
 	created := make(chan struct{})

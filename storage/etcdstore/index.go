@@ -1,0 +1,267 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/index"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/kubernetes"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// indexBuildBatch is how many keys one range read of an index build
+// returns: bounded, so that a large prefix is read in several requests.
+const indexBuildBatch = 10000
+
+// fetchBatch is how many keys one transaction of gets fetches: etcd
+// refuses transactions of more than --max-txn-ops operations (128 by
+// default).
+const fetchBatch = 128
+
+// indexHolder is the store's current index; done is closed when a new
+// index replaces it (after a break in the shared watch), so that lists
+// waiting on this one retry on the new one.
+type indexHolder struct {
+	m        *index.Memory
+	replaced context.Context
+	replace  context.CancelFunc
+}
+
+func newIndexHolder(m *index.Memory) *indexHolder {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &indexHolder{m: m, replaced: ctx, replace: cancel}
+}
+
+// buildIndex lists the whole prefix at rev (0: the current revision) and
+// returns an index of index.All() holding every decodable event in it, at
+// that revision. Undecodable values are skipped, as lists skip them.
+func (s *Store) buildIndex(ctx context.Context, rev int64) (*index.Memory, error) {
+	m := index.NewMemory(index.All())
+	start := s.root
+	for {
+		rctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
+		resp, err := s.kv.List(rctx, s.root, kubernetes.ListOptions{Revision: rev, Limit: indexBuildBatch, Continue: start})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("etcdstore: build the index: %w", mapErr(err))
+		}
+		if rev == 0 {
+			rev = resp.Revision
+		}
+		for _, kv := range resp.Kvs {
+			if ev, err := s.decodeKV(kv, kv.ModRevision); err == nil {
+				m.Put(ev, rev)
+			}
+		}
+		if len(resp.Kvs) == 0 || resp.Count <= int64(len(resp.Kvs)) {
+			break
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	m.SetRevision(rev)
+	return m, nil
+}
+
+// swapIndex makes m the store's index.
+func (s *Store) swapIndex(m *index.Memory) {
+	if old := s.idx.Swap(newIndexHolder(m)); old != nil {
+		old.replace()
+	}
+}
+
+// feedIndex applies one batch of the shared watch's events to the index.
+func (s *Store) feedIndex(m *index.Memory, events []*clientv3.Event, cs []change, rev int64) {
+	for i, e := range events {
+		ns, name, ok := strings.Cut(strings.TrimPrefix(string(e.Kv.Key), s.root), "/")
+		if !ok {
+			continue
+		}
+		if cs[i].cur != nil {
+			m.Put(cs[i].cur, cs[i].rev)
+		} else {
+			// A delete, or a value that cannot be decoded: lists skip it.
+			m.Delete(ns, name, cs[i].rev)
+		}
+	}
+	m.SetRevision(rev)
+}
+
+// forgetIndex drops the index's history up to the compacted revision rev.
+func (s *Store) forgetIndex(rev int64) {
+	if h := s.idx.Load(); h != nil {
+		h.m.Forget(rev)
+	}
+}
+
+// IndexedLists is the number of lists (pages) the store served through
+// its in-memory index rather than a range read.
+func (s *Store) IndexedLists() int64 { return s.indexedLists.Load() }
+
+// ListKeysRead is the number of keys lists have read from etcd since the
+// store opened: the keys of the range reads of unindexed lists, and the
+// candidate keys indexed lists fetched.
+func (s *Store) ListKeysRead() int64 { return s.listKeysRead.Load() }
+
+// The values of kubevents_etcd_list_keys_read_total's path label.
+const (
+	listPathIndex = "index"
+	listPathRange = "range"
+)
+
+// countListKeys counts n keys a list read from etcd by path.
+func (s *Store) countListKeys(path string, n int) {
+	s.listKeysRead.Add(int64(n))
+	s.listKeysMetric.WithLabelValues(path).Add(float64(n))
+}
+
+// currentRevision reads etcd's current revision with a get of one key.
+func (s *Store) currentRevision(ctx context.Context) (int64, error) {
+	resp, err := s.cli.Get(ctx, s.root)
+	if err != nil {
+		return 0, fmt.Errorf("etcdstore: list: %w", mapErr(err))
+	}
+	s.observe(resp.Header.Revision)
+	return resp.Header.Revision, nil
+}
+
+// waitIndex waits for the store's index to reach rev and returns it,
+// moving to a new index when the one it waited on is replaced.
+func (s *Store) waitIndex(ctx context.Context, rev int64) (*index.Memory, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
+	defer cancel()
+	for {
+		h := s.idx.Load()
+		wctx, wcancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(h.replaced, wcancel)
+		err := h.m.Wait(wctx, rev)
+		stop()
+		wcancel()
+		if err == nil {
+			return h.m, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("etcdstore: list: the index did not reach revision %d: %w", rev, err)
+		}
+	}
+}
+
+// errNotIndexed sends a list back to the range read.
+var errNotIndexed = errors.New("not served by the index")
+
+// indexedList serves a list whose plan has index lookups: the candidate
+// keys from the index, fetched from etcd at the list's revision and
+// filtered with the selector. at is the list's revision for a later page
+// (0 for a first page), after the key (relative to root) to continue
+// after. It returns errNotIndexed when the index cannot answer (its
+// history does not reach back to at).
+func (s *Store) indexedList(ctx context.Context, opts storage.ListOptions, plan index.Plan, at int64, after string) (*storage.ListResult, error) {
+	wait, pinned := at, at != 0
+	if at == 0 {
+		cur, err := s.currentRevision(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if opts.Revision > 0 {
+			if opts.Revision > cur {
+				return nil, fmt.Errorf("revision %d, current %d: %w", opts.Revision, cur, storage.ErrFutureRevision)
+			}
+			if opts.Exact {
+				at, pinned = opts.Revision, true
+			}
+		}
+		wait = cur
+	}
+	m, err := s.waitIndex(ctx, wait)
+	if err != nil {
+		return nil, err
+	}
+	res := &storage.ListResult{Items: []*corev1.Event{}, Revision: at}
+	limit := int(opts.Limit)
+	batch := limit
+	for {
+		n := 0
+		if limit > 0 {
+			n = max(batch, limit-len(res.Items))
+		}
+		keys, rev, err := m.Keys(plan, at, after, n)
+		if err != nil {
+			if errors.Is(err, storage.ErrCompacted) {
+				return nil, errNotIndexed
+			}
+			return nil, err
+		}
+		if at == 0 {
+			at = rev
+			res.Revision = rev
+		}
+		if len(keys) == 0 && pinned {
+			// Nothing to fetch: check that etcd still serves the
+			// revision asked for, as a range read at it would.
+			if _, err := s.cli.Get(ctx, s.root, clientv3.WithRev(at)); err != nil {
+				return nil, fmt.Errorf("etcdstore: list at %d: %w", at, mapErr(err))
+			}
+		}
+		evs, err := s.fetch(ctx, keys, at)
+		if err != nil {
+			return nil, err
+		}
+		for i, ev := range evs {
+			if ev == nil || !opts.Selector.Matches(ev) {
+				continue
+			}
+			res.Items = append(res.Items, ev)
+			if limit > 0 && len(res.Items) >= limit {
+				if i < len(keys)-1 || len(keys) == n {
+					res.Continue = encodeContinue(at, keys[i]+"\x00")
+				}
+				s.indexedLists.Add(1)
+				return res, nil
+			}
+		}
+		if n == 0 || len(keys) < n {
+			s.indexedLists.Add(1)
+			return res, nil
+		}
+		// The selector's other terms filtered candidates out: read on
+		// with bigger batches.
+		after = keys[len(keys)-1]
+		batch = min(2*n, maxListBatch)
+	}
+}
+
+// fetch gets keys (relative to root) from etcd at rev, in transactions of
+// gets; a key missing or undecodable at rev gives nil.
+func (s *Store) fetch(ctx context.Context, keys []string, rev int64) ([]*corev1.Event, error) {
+	out := make([]*corev1.Event, 0, len(keys))
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), fetchBatch)]
+		keys = keys[len(chunk):]
+		ops := make([]clientv3.Op, len(chunk))
+		for i, k := range chunk {
+			ops[i] = clientv3.OpGet(s.root+k, clientv3.WithRev(rev))
+		}
+		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+		if err != nil {
+			return nil, fmt.Errorf("etcdstore: list: fetch %d keys at %d: %w", len(chunk), rev, mapErr(err))
+		}
+		s.observe(resp.Header.Revision)
+		s.countListKeys(listPathIndex, len(chunk))
+		for _, r := range resp.Responses {
+			kvs := r.GetResponseRange().GetKvs()
+			if len(kvs) == 0 {
+				out = append(out, nil)
+				continue
+			}
+			ev, err := s.decodeKV(kvs[0], kvs[0].ModRevision)
+			if err != nil {
+				ev = nil
+			}
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}

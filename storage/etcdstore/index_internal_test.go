@@ -1,0 +1,104 @@
+package etcdstore
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestIndexRebuiltAfterWatchBreak: when the shared watch breaks, the store
+// builds a new index at the current revision and swaps it in; lists
+// started after writes made meanwhile (here by another replica) see them,
+// deleted events are gone, and the new index follows the watch on.
+func TestIndexRebuiltAfterWatchBreak(t *testing.T) {
+	e, endpoint := etcdtest.Start(t, t.TempDir())
+	defer e.Close()
+	open := func() *Store {
+		s, err := Open(Options{Endpoints: []string{endpoint}, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := open(), open()
+	defer a.Close()
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ev := func(name, reason string) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
+			Reason:         reason,
+		}
+	}
+	list := func(reason string) []string {
+		t.Helper()
+		f, err := eventapi.ParseFieldSelector(eventapi.CoreV1, "reason="+reason, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := a.IndexedLists()
+		res, err := a.List(ctx, storage.ListOptions{Selector: storage.Selector{Fields: f}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.IndexedLists() == before {
+			t.Fatal("the list did not go through the index")
+		}
+		names := []string{}
+		for _, it := range res.Items {
+			names = append(names, it.Name)
+		}
+		return names
+	}
+	for i := range 5 {
+		if _, err := b.Create(ctx, ev("old"+strconv.Itoa(i), "Old"), storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := list("Old"); len(got) != 5 {
+		t.Fatalf("before the break: %v", got)
+	}
+	first := a.idx.Load()
+	(*a.hubBreak.Load())()
+	for i := range 3 {
+		if _, err := b.Delete(ctx, "default", "old"+strconv.Itoa(i), storage.Preconditions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Create(ctx, ev("new"+strconv.Itoa(i), "New"), storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for a.indexBuilds.Load() == 0 || a.idx.Load() == first {
+		if time.Now().After(deadline) {
+			t.Fatal("the index was not rebuilt")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := list("Old"); len(got) != 2 {
+		t.Fatalf("after the break, Old: %v, want old3 and old4", got)
+	}
+	if got := list("New"); len(got) != 3 {
+		t.Fatalf("after the break, New: %v, want new0..new2", got)
+	}
+	// The new index follows the restarted watch.
+	if _, err := b.Create(ctx, ev("later", "Later"), storage.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := list("Later"); len(got) != 1 {
+		t.Fatalf("after the restart, Later: %v", got)
+	}
+	if n := a.idx.Load().m.Len(); n != 6 {
+		t.Fatalf("the rebuilt index holds %d events, want 6", n)
+	}
+}
