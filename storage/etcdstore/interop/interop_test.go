@@ -281,10 +281,14 @@ func rv(t *testing.T, s string) int64 {
 	return n
 }
 
-func must[T any](t *testing.T, v T, err error) T {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
+// must returns a function that fails t on an error and returns the value
+// otherwise: must(t)(f()).
+func must(t *testing.T) func(*corev1.Event, error) *corev1.Event {
+	return func(ev *corev1.Event, err error) *corev1.Event {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
 	}
-	return v
 }
