@@ -89,3 +89,43 @@ func TestInteropStoredBytes(t *testing.T) {
 		t.Fatalf("update with a TTL of 100s: apiserver attached a lease of %ds, etcdstore %ds, want 105", a, s)
 	}
 }
+
+// TestInteropSelfLink: kube-apiserver's storage drops metadata.selfLink
+// (APIObjectVersioner.PrepareObjectForStorage) on create and update, so a
+// client that sends one gets an object without it and the stored bytes
+// hold none; etcdstore must store and return the same.
+func TestInteropSelfLink(t *testing.T) {
+	e := newEnv(t)
+	api := e.apiserverStore(mediaProtobuf, nil)
+	key := etcdKey("default", "linked")
+	ev := coreEvent("default", "linked", "pod-1")
+	ev.SelfLink = "/api/v1/namespaces/default/events/linked"
+
+	byAPI := e.apiCreate(api, ev, 3600)
+	apiValue := e.raw(key).Kvs[0].Value
+	if _, err := e.cli.Delete(e.ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	created := must(t)(e.es.Create(e.ctx, ev, evstorage.WriteOptions{TTL: time.Hour}))
+	if v := e.raw(key).Kvs[0].Value; !bytes.Equal(v, apiValue) {
+		t.Fatalf("create: etcdstore stored %q, kube-apiserver %q", v, apiValue)
+	}
+	if byAPI.SelfLink != "" || created.SelfLink != "" {
+		t.Fatalf("create returned selfLink %q (apiserver) and %q (etcdstore), want none", byAPI.SelfLink, created.SelfLink)
+	}
+
+	upd := ev.DeepCopy()
+	upd.Count = 2
+	updated := must(t)(e.es.Update(e.ctx, upd, evstorage.WriteOptions{TTL: time.Hour}))
+	storeValue := e.raw(key).Kvs[0].Value
+	byAPI = e.apiUpdate(api, "default", "linked", 3600, func(cur *corev1.Event) {
+		cur.Count = 2
+		cur.SelfLink = ev.SelfLink
+	})
+	if v := e.raw(key).Kvs[0].Value; !bytes.Equal(v, storeValue) {
+		t.Fatalf("update: etcdstore stored %q, kube-apiserver %q", storeValue, v)
+	}
+	if byAPI.SelfLink != "" || updated.SelfLink != "" {
+		t.Fatalf("update returned selfLink %q (apiserver) and %q (etcdstore), want none", byAPI.SelfLink, updated.SelfLink)
+	}
+}

@@ -109,6 +109,21 @@ func TestInteropFromAPIServer(t *testing.T) {
 		t.Fatalf("%d of 3 selector lists went through the index", n)
 	}
 
+	// Delete through the apiserver store: DELETED with the last state at
+	// the deletion's revision.
+	deleted := &corev1.Event{}
+	if err := api.Delete(e.ctx, apiKey("kube-system", "c"), deleted, nil, apistorage.ValidateAllObjectFunc, nil, apistorage.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ev = nextStore(t, w)
+	if ev.Type != watch.Deleted || ev.Object.Name != "c" {
+		t.Fatalf("got %s %v, want DELETED c", ev.Type, ev.Object)
+	}
+	sameEvent(t, "DELETED object and the apiserver store's Delete", deleted, ev.Object)
+	if _, err := e.es.Get(e.ctx, "kube-system", "c"); !errors.Is(err, evstorage.ErrNotFound) {
+		t.Fatalf("get of the deleted event: %v, want not found", err)
+	}
+
 	// TTL: a 2 s event (lease of 2 s: 5% of 2 s rounds to no reuse window)
 	// expires in etcd; the etcdstore watch sees DELETED with its last state.
 	short := e.apiCreate(api, coreEvent("default", "short", "pod-4"), 2)

@@ -168,9 +168,14 @@ func TestInteropServerEventsV1(t *testing.T) {
 	cs := e.serve()
 
 	posted := eventsV1Event("default", "posted")
+	// kube-apiserver drops a selfLink clients send (TestInteropSelfLink).
+	posted.SelfLink = "/apis/events.k8s.io/v1/namespaces/default/events/posted"
 	created, err := cs.EventsV1().Events("default").Create(e.ctx, posted, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if created.SelfLink != "" {
+		t.Fatalf("eventsd returned selfLink %q; kube-apiserver returns none", created.SelfLink)
 	}
 	got, err := e.apiGet(api, "default", "posted")
 	if err != nil {
