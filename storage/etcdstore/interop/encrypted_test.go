@@ -122,6 +122,21 @@ func TestInteropEncrypted(t *testing.T) {
 		t.Fatalf("eventsd's message %q names neither the key nor the provider", st.Message)
 	}
 
+	// Writes through eventsd refuse it the same way (kube-apiserver cannot
+	// read the current state either) and leave the value encrypted.
+	upd := secret.DeepCopy()
+	upd.ResourceVersion, upd.Count = "", 2
+	_, updErr := cs.CoreV1().Events("default").Update(e.ctx, upd, metav1.UpdateOptions{})
+	delErr := cs.CoreV1().Events("default").Delete(e.ctx, "secret-1", metav1.DeleteOptions{})
+	for what, err := range map[string]error{"update": updErr, "delete": delErr} {
+		if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "aesgcm:v1:key1") {
+			t.Fatalf("eventsd %s of an encrypted event: %v, want 500 InternalError naming the provider", what, err)
+		}
+	}
+	if v := e.raw(etcdKey("default", "secret-1")).Kvs[0].Value; !bytes.HasPrefix(v, []byte(encPrefix)) {
+		t.Fatalf("after refused writes the value starts with %q", v[:min(24, len(v))])
+	}
+
 	// Lists, by range and through the index, serve the plain event only.
 	sel, err := eventapi.ParseFieldSelector(eventapi.CoreV1, "involvedObject.uid=pod-1", false)
 	if err != nil {
