@@ -65,12 +65,14 @@ func newCodec() *codec {
 }
 
 // encode returns ev's stored form: without resourceVersion (the etcd
-// revision is the version), with apiVersion v1 and kind Event in the
-// envelope. ev is not modified.
+// revision is the version) and without selfLink, as kube-apiserver's
+// storage prepares objects (APIObjectVersioner.PrepareObjectForStorage),
+// with apiVersion v1 and kind Event in the envelope. ev is not modified.
 func (c *codec) encode(ev *corev1.Event) ([]byte, error) {
 	cp := *ev
 	cp.TypeMeta = metav1.TypeMeta{APIVersion: eventGVK.GroupVersion().String(), Kind: eventGVK.Kind}
 	cp.ResourceVersion = ""
+	cp.SelfLink = ""
 	var buf bytes.Buffer
 	if err := c.proto.Encode(&cp, &buf); err != nil {
 		return nil, fmt.Errorf("etcdstore: encode %s/%s: %w", ev.Namespace, ev.Name, err)

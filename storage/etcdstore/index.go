@@ -216,7 +216,7 @@ func (s *Store) indexedList(ctx context.Context, opts storage.ListOptions, plan 
 			res.Items = append(res.Items, ev)
 			if limit > 0 && len(res.Items) >= limit {
 				if i < len(keys)-1 || len(keys) == n {
-					res.Continue = encodeContinue(at, keys[i]+"\x00")
+					res.Continue = s.continueAt(opts.Selector, at, s.root+keys[i]+"\x00")
 				}
 				s.indexedLists.Add(1)
 				return res, nil

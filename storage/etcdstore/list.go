@@ -15,9 +15,11 @@ import (
 )
 
 // continueToken is kube-apiserver's continue token: the list's revision
-// and the key to start from, relative to <prefix>/events/. rv -1 means
-// "at the current revision" (the inconsistent continuation offered when
-// the list's revision was compacted).
+// and the key to start from, relative to the prefix the list reads
+// (<prefix>/events/, or <prefix>/events/<namespace>/ for a list in one
+// namespace), so that a token from either server continues the other's
+// list. rv -1 means "at the current revision" (the inconsistent
+// continuation offered when the list's revision was compacted).
 type continueToken struct {
 	APIVersion      string `json:"v"`
 	ResourceVersion int64  `json:"rv"`
@@ -30,6 +32,13 @@ const continueAPIVersion = "meta.k8s.io/v1"
 // maxListBatch bounds one range read while a selector filters most keys
 // out, as kube-apiserver's list does.
 const maxListBatch = 10000
+
+// continueAt is the token that continues a list of sel at rev from the
+// etcd key start.
+func (s *Store) continueAt(sel storage.Selector, rev int64, start string) string {
+	prefix, _ := s.scope(sel)
+	return encodeContinue(rev, strings.TrimPrefix(start, prefix))
+}
 
 func encodeContinue(rev int64, start string) string {
 	b, _ := json.Marshal(continueToken{APIVersion: continueAPIVersion, ResourceVersion: rev, StartKey: start})
@@ -89,6 +98,7 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (*storage.Li
 	}
 	var rev int64
 	var start string
+	prefix, ok := s.scope(opts.Selector)
 	if opts.Continue != "" {
 		tok, err := decodeContinue(opts.Continue)
 		if err != nil {
@@ -97,10 +107,13 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (*storage.Li
 		if tok.ResourceVersion > 0 {
 			rev = tok.ResourceVersion
 		}
-		start = s.root + tok.StartKey
+		start = prefix + tok.StartKey
 		opts.Revision, opts.Exact = 0, false
 	} else if opts.Revision > 0 && opts.Exact {
 		rev = opts.Revision
+	}
+	if !ok {
+		return s.emptyList(ctx, rev)
 	}
 	if h := s.idx.Load(); h != nil {
 		if plan := h.m.Set().Plan(opts.Selector); !plan.None && plan.Name == "" && plan.Lookups != nil {
@@ -109,7 +122,7 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (*storage.Li
 			case err == nil:
 				return res, nil
 			case opts.Continue != "" && errors.Is(err, storage.ErrCompacted):
-				return nil, &storage.ContinueExpiredError{Inconsistent: encodeContinue(-1, strings.TrimPrefix(start, s.root))}
+				return nil, &storage.ContinueExpiredError{Inconsistent: s.continueAt(opts.Selector, -1, start)}
 			case !errors.Is(err, errNotIndexed):
 				return nil, err
 			}
@@ -117,17 +130,13 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (*storage.Li
 			// read the range.
 		}
 	}
-	prefix, ok := s.scope(opts.Selector)
-	if !ok {
-		return s.emptyList(ctx, rev)
-	}
 	if start < prefix {
 		start = prefix
 	}
 	res, err := s.scan(ctx, prefix, start, rev, opts.Selector, opts.Limit)
 	if err != nil {
 		if opts.Continue != "" && errors.Is(err, storage.ErrCompacted) {
-			return nil, &storage.ContinueExpiredError{Inconsistent: encodeContinue(-1, strings.TrimPrefix(start, s.root))}
+			return nil, &storage.ContinueExpiredError{Inconsistent: s.continueAt(opts.Selector, -1, start)}
 		}
 		return nil, err
 	}
@@ -178,7 +187,7 @@ func (s *Store) scan(ctx context.Context, prefix, start string, rev int64, sel s
 			res.Items = append(res.Items, ev)
 			if limit > 0 && int64(len(res.Items)) >= limit {
 				if i < len(resp.Kvs)-1 || resp.Count > int64(len(resp.Kvs)) {
-					res.Continue = encodeContinue(rev, strings.TrimPrefix(last, s.root)+"\x00")
+					res.Continue = encodeContinue(rev, strings.TrimPrefix(last, prefix)+"\x00")
 				}
 				return res, nil
 			}

@@ -290,12 +290,14 @@ func (s *Store) ttl(opts storage.WriteOptions) time.Duration {
 	return s.opts.DefaultTTL
 }
 
-// written returns the object a write of ev at rev returns.
+// written returns the object a write of ev at rev returns: what was
+// stored, so without selfLink (see codec.encode).
 func (s *Store) written(ev *corev1.Event, rev int64) *corev1.Event {
 	s.observe(rev)
 	s.writes.Add(1)
 	out := ev.DeepCopy()
 	out.ResourceVersion = strconv.FormatInt(rev, 10)
+	out.SelfLink = ""
 	return out
 }
 
