@@ -111,6 +111,7 @@ func (s *Server) prepareForCreate(ev *corev1.Event) *apierrors.StatusError {
 	ev.DeletionTimestamp = nil
 	ev.DeletionGracePeriodSeconds = nil
 	ev.ManagedFields = nil
+	ev.SelfLink = "" // deprecated; kube-apiserver's storage never keeps it
 	if ev.Name == "" && ev.GenerateName != "" {
 		ev.Name = generateName(ev.GenerateName)
 	}
@@ -137,6 +138,7 @@ func prepareForUpdate(ev, cur *corev1.Event) {
 	ev.DeletionTimestamp = cur.DeletionTimestamp
 	ev.DeletionGracePeriodSeconds = cur.DeletionGracePeriodSeconds
 	ev.ManagedFields = nil
+	ev.SelfLink = ""
 	ev.Generation = cur.Generation
 }
 
