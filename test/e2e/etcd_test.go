@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubevents/kubevents/internal/eventsdtest"
 	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
@@ -279,6 +280,37 @@ func TestEtcdReplicasWatch(t *testing.T) {
 		second := cgCreateCore(t, a, cgCoreEvent(wns, fmt.Sprintf("second-%02d", i), "pod"))
 		if got := cgNextCore(t, w, watch.Added, second.Name); got.ResourceVersion != second.ResourceVersion {
 			t.Fatalf("watch on B from A's %s: %s at %s, want %s", first.ResourceVersion, got.Name, got.ResourceVersion, second.ResourceVersion)
+		}
+		w.Stop()
+	}
+
+	// A watch-list on B (as an informer's relist) not older than the
+	// resourceVersion A just returned: the initial events have A's write,
+	// never "too large resource version".
+	for i := range 30 {
+		c := cgCreateCore(t, a, cgCoreEvent(wns, fmt.Sprintf("listed-%02d", i), "pod"))
+		w := cgWatch(t)(b.CoreV1().Events(wns).Watch(ctx, metav1.ListOptions{ResourceVersion: c.ResourceVersion,
+			ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true}))
+		found := false
+		for {
+			e := cgNext(t, w)
+			if e.Type == watch.Error {
+				t.Fatalf("round %d: watch-list on B from A's %s: %v", i, c.ResourceVersion, e.Object)
+			}
+			ev := e.Object.(*corev1.Event)
+			if e.Type == watch.Bookmark {
+				if ev.Annotations[metav1.InitialEventsAnnotationKey] != "true" {
+					continue
+				}
+				if cgRV(t, ev.ResourceVersion) < cgRV(t, c.ResourceVersion) {
+					t.Fatalf("round %d: initial events on B at %s, before A's write at %s", i, ev.ResourceVersion, c.ResourceVersion)
+				}
+				break
+			}
+			found = found || ev.Name == c.Name
+		}
+		if !found {
+			t.Fatalf("round %d: the initial events on B lack %s, acknowledged by A at %s", i, c.Name, c.ResourceVersion)
 		}
 		w.Stop()
 	}
