@@ -73,6 +73,10 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 			cancel()
 			return nil, err
 		}
+		if opts.Revision > res.Revision {
+			cancel()
+			return nil, fmt.Errorf("initial events at revision %d, current %d: %w", opts.Revision, res.Revision, storage.ErrFutureRevision)
+		}
 		initial, start = res.Items, res.Revision
 	case start == 0:
 		resp, err := s.cli.Get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
