@@ -429,7 +429,7 @@ func TestEtcdReplicasKillUnderLoad(t *testing.T) {
 		writers  = 8
 		maxTotal = 2000
 		runFor   = 4 * time.Second
-		killAt   = 1500 * time.Millisecond
+		killAt   = 1500 * time.Millisecond // or when half of maxTotal are sent
 	)
 	var (
 		mu           sync.Mutex
@@ -452,7 +452,15 @@ func TestEtcdReplicasKillUnderLoad(t *testing.T) {
 				cs = b
 			}
 			failures := 0 // of creates through A sent after the kill
-			for i := 0; time.Now().Before(deadline) && failures < 5 && total.Add(1) <= maxTotal; i++ {
+			// Writers on A go on after the kill until five creates
+			// failed; the others stop at the deadline or maxTotal.
+			more := func() bool {
+				if rep == 0 && killed.Load() {
+					return failures < 5
+				}
+				return time.Now().Before(deadline) && total.Add(1) <= maxTotal
+			}
+			for i := 0; more(); i++ {
 				afterKill := killed.Load()
 				ev := cgCoreEvent(ns, fmt.Sprintf("w%d-%05d", w, i), fmt.Sprintf("pod-%d", w))
 				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -478,7 +486,10 @@ func TestEtcdReplicasKillUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(killAt)
+	// Kill A at killAt, or earlier once half the creates are sent.
+	for start := time.Now(); time.Since(start) < killAt && total.Load() < maxTotal/2; {
+		time.Sleep(10 * time.Millisecond)
+	}
 	pa.Kill()
 	killed.Store(true)
 	wg.Wait()
