@@ -212,3 +212,36 @@ func TestOneEtcdWatchPerReplica(t *testing.T) {
 		t.Fatalf("%d catch-up watches on b, want 0", c)
 	}
 }
+
+// TestIndexedListAfterWriteOutsidePrefix: etcd's revision also moves on
+// with writes outside the events prefix (compact_rev_key, other
+// resources of a shared etcd), which the store's shared watch does not
+// see as events. An indexed list, which waits for the index to reach
+// etcd's current revision, still answers at once, on this replica and
+// on another.
+func TestIndexedListAfterWriteOutsidePrefix(t *testing.T) {
+	e := newEnv(t, nil)
+	b := e.replica()
+	if _, err := e.s.Create(e.ctx, event("default", "x"), storage.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		put, err := e.cli.Put(e.ctx, "/registry/pods/default/p"+strconv.Itoa(i), "v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, s := range map[string]*etcdstore.Store{"a": e.s, "b": b} {
+			start := time.Now()
+			res, err := s.List(e.ctx, storage.ListOptions{Selector: fieldSel(t, "reason=Started")})
+			if err != nil || len(res.Items) != 1 {
+				t.Fatalf("indexed list on %s after a write outside the prefix: %v, %v", name, res, err)
+			}
+			if res.Revision < put.Header.Revision {
+				t.Fatalf("list on %s at %d, before etcd's revision %d when it started", name, res.Revision, put.Header.Revision)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Fatalf("indexed list on %s took %v after a write outside the prefix", name, d)
+			}
+		}
+	}
+}
