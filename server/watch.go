@@ -64,13 +64,13 @@ func (s *Server) parseWatch(r *http.Request, rr resourceRequest) (watchParams, *
 	}
 	switch {
 	case sendInitial != nil && *sendInitial:
-		// The initial state is served from the current revision, which
-		// must not be older than the one asked for: kube-apiserver's
-		// answer to a list at a revision it has not reached.
-		if cur := s.cfg.Store.Revision(); rv > cur {
-			return p, tooLargeResourceVersion(rv, cur)
-		}
+		// The initial state must not be older than the revision asked
+		// for. The store decides (ErrFutureRevision, answered with
+		// kube-apiserver's 504 Too large resource version): an etcd
+		// replica serves it from etcd's current revision, which may be
+		// ahead of the Revision it has observed so far.
 		p.opts.SendInitialEvents, p.opts.InitialEventsEndBookmark = true, true
+		p.opts.Revision = rv
 	case sendInitial == nil && rv == 0:
 		// No resourceVersion (or "0"): the current state as ADDED events
 		// first, as kube-apiserver does without a watch cache.
@@ -124,6 +124,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		return
 	}
 	watcher, err := s.cfg.Store.Watch(ctx, p.opts)
+	if errors.Is(err, storage.ErrFutureRevision) {
+		writeStatus(w, tooLargeResourceVersion(p.opts.Revision, s.cfg.Store.Revision()))
+		return
+	}
 	if err != nil && !errors.Is(err, storage.ErrCompacted) {
 		writeStatus(w, statusError(err, rr, ""))
 		return

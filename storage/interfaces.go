@@ -166,7 +166,9 @@ type WatchOptions struct {
 	// now on.
 	Revision int64
 	// SendInitialEvents delivers the current state as ADDED events first,
-	// then changes after the revision of that state.
+	// then changes after the revision of that state. With it, Revision > 0
+	// is a lower bound on that state's revision: Watch fails with
+	// ErrFutureRevision when the store's current state is older.
 	SendInitialEvents bool
 	// InitialEventsEndBookmark sends a BOOKMARK with InitialEventsEnd set
 	// once the initial events are delivered.

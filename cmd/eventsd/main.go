@@ -45,6 +45,7 @@ type options struct {
 	extensions      bool
 	maxObjectSize   int
 	requestTimeout  time.Duration
+	bookmarkEvery   time.Duration
 
 	storageBackend     string
 	etcdServers        []string
@@ -101,6 +102,7 @@ events of a kube-apiserver.`,
 	f.IntVar(&o.maxMutating, "max-mutating-requests-inflight", server.DefaultMaxMutatingRequestsInflight, "Most writes served at once; more get 429 with Retry-After. Negative: no limit.")
 	f.IntVar(&o.maxObjectSize, "max-object-size-bytes", server.DefaultMaxObjectSizeBytes, "Largest event stored (its protobuf encoding), etcd's default --max-request-bytes; larger writes get 413. Negative: no limit.")
 	f.DurationVar(&o.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "How long a request other than a watch may take before it gets 504, as kube-apiserver's flag.")
+	f.DurationVar(&o.bookmarkEvery, "watch-bookmark-interval", server.DefaultBookmarkInterval, "How long a watch with allowWatchBookmarks stays idle before it gets a BOOKMARK carrying the revision it has reached.")
 	f.BoolVar(&o.extensions, "extensions", true, "Accept the field selectors kube-apiserver does not have (action, reportingInstance, related.*, involves.*); off, they get its 400.")
 	f.StringVar(&o.storageBackend, "storage-backend", backendPebble, "Where events are stored: pebble (embedded, under --data-dir) or etcd (--etcd-servers, in kube-apiserver's layout, so a cluster's events etcd can be shared).")
 	f.StringSliceVar(&o.etcdServers, "etcd-servers", nil, "etcd servers to connect to (scheme://ip:port), comma separated; with --storage-backend=etcd.")
@@ -163,7 +165,7 @@ func run(ctx context.Context, o options) error {
 	}
 	srv, err := server.New(server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions,
-		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout})
+		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout, BookmarkInterval: o.bookmarkEvery})
 	if err != nil {
 		store.Close()
 		return err

@@ -31,10 +31,14 @@
 // WithPrevKV, WithPrefix, WithProgressNotify) and fans its changes out to
 // its watchers through a ring of recent changes, decoded once; a watcher
 // behind the ring reads etcd with a watch of its own until it is back
-// within it. The same watch feeds a keys-only index.Memory of index.All(),
+// within it. A watch from a revision checks it against etcd first, so it
+// gets ErrCompacted once etcd has compacted past it, whoever compacted,
+// even while the ring still holds the changes. The same watch feeds a keys-only index.Memory of index.All(),
 // built from a list of the prefix when the store opens (and again when the
 // watch breaks): a list whose selector the planner serves by lookups waits
-// for the index to reach etcd's current revision, fetches only the
+// for the index to reach etcd's current revision (asking etcd for
+// progress notifications meanwhile, since writes outside the prefix move
+// that revision too), fetches only the
 // candidate keys at the list's revision and filters them, O(matches);
 // other lists read the namespace's range and filter, O(events in the
 // namespace).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/index"
@@ -133,8 +134,16 @@ func (s *Store) currentRevision(ctx context.Context) (int64, error) {
 func (s *Store) waitIndex(ctx context.Context, rev int64) (*index.Memory, error) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
 	defer cancel()
+	progressing := false
 	for {
 		h := s.idx.Load()
+		if !progressing && h.m.Revision() < rev {
+			// etcd's revision also moves with writes outside the prefix
+			// (compact_rev_key, other resources in a shared etcd), which
+			// the shared watch only learns from a progress notification.
+			progressing = true
+			s.requestProgressUntil(ctx)
+		}
 		wctx, wcancel := context.WithCancel(ctx)
 		stop := context.AfterFunc(h.replaced, wcancel)
 		err := h.m.Wait(wctx, rev)
@@ -147,6 +156,39 @@ func (s *Store) waitIndex(ctx context.Context, rev int64) (*index.Memory, error)
 			return nil, fmt.Errorf("etcdstore: list: the index did not reach revision %d: %w", rev, err)
 		}
 	}
+}
+
+// progressRetry is how often a list waiting for the index asks etcd for
+// progress on the shared watch again: etcd drops a request while a watch
+// on the stream is unsynced.
+const progressRetry = 100 * time.Millisecond
+
+// requestProgressUntil asks etcd for a progress notification on the
+// shared watch's stream now, and again every progressRetry until ctx
+// ends.
+func (s *Store) requestProgressUntil(ctx context.Context) {
+	request := func() {
+		if err := s.cli.RequestProgress(s.hubCtx); err != nil && ctx.Err() == nil {
+			s.log.Debug("etcdstore: progress request for a list failed", "err", err)
+		}
+	}
+	request()
+	ticker := s.opts.Clock.NewTicker(progressRetry)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.ctx.Done():
+				return
+			case <-ticker.C():
+				request()
+			}
+		}
+	}()
 }
 
 // errNotIndexed sends a list back to the range read.

@@ -58,6 +58,7 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var initial []*corev1.Event
+	var compacted error // set when etcd has compacted past start
 	start := opts.Revision
 	switch {
 	case opts.SendInitialEvents:
@@ -72,6 +73,10 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 			cancel()
 			return nil, err
 		}
+		if opts.Revision > res.Revision {
+			cancel()
+			return nil, fmt.Errorf("initial events at revision %d, current %d: %w", opts.Revision, res.Revision, storage.ErrFutureRevision)
+		}
 		initial, start = res.Items, res.Revision
 	case start == 0:
 		resp, err := s.cli.Get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
@@ -81,13 +86,25 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 		}
 		s.observe(resp.Header.Revision)
 		start = resp.Header.Revision
+	default:
+		// The store's ring may still hold changes etcd has compacted
+		// away (another replica or a kube-apiserver compacted): ask etcd,
+		// so that a watch from a compacted revision fails on every
+		// replica alike, as an etcd watch from it would.
+		if err := s.checkWatchable(ctx, start); err != nil {
+			if !errors.Is(err, storage.ErrCompacted) {
+				cancel()
+				return nil, err
+			}
+			compacted = err
+		}
 	}
 	var ticker clock.Ticker
 	if opts.ProgressInterval > 0 {
 		ticker = s.opts.Clock.NewTicker(opts.ProgressInterval)
 	}
 	w := &watcher{out: make(chan storage.Event, watchBuffer), cancel: cancel}
-	r := &watchRun{s: s, ctx: ctx, w: w, opts: opts, prefix: prefix, pos: start}
+	r := &watchRun{s: s, ctx: ctx, w: w, opts: opts, prefix: prefix, pos: start, compacted: compacted}
 	if ticker != nil {
 		r.tick = ticker.C()
 	}
@@ -112,8 +129,11 @@ type watchRun struct {
 	opts   storage.WatchOptions
 	prefix string
 	tick   <-chan time.Time // nil without ProgressInterval
-	pos    int64            // every change up to pos has been handled
-	sent   bool             // an event was sent since the last tick
+	// compacted, when set, is the error the watch ends with at once:
+	// etcd has compacted past its start revision.
+	compacted error
+	pos       int64 // every change up to pos has been handled
+	sent      bool  // an event was sent since the last tick
 	// bookmarkAfter, when >= 0, asks for a bookmark once the hub has
 	// received more progress notifications than this.
 	bookmarkAfter int64
@@ -141,6 +161,10 @@ func (r *watchRun) run(initial []*corev1.Event) {
 		if !r.send(storage.Event{Type: watch.Bookmark, Revision: r.pos, InitialEventsEnd: true}) {
 			return
 		}
+	}
+	if r.compacted != nil {
+		r.send(storage.Event{Err: r.compacted})
+		return
 	}
 	if oldest := r.s.oldest.Load(); r.pos+1 < oldest {
 		r.send(storage.Event{Err: fmt.Errorf("watch from revision %d, compacted at %d: %w", r.pos, oldest, storage.ErrCompacted)})
@@ -192,6 +216,24 @@ func (r *watchRun) run(initial []*corev1.Event) {
 			r.sent = false
 		}
 	}
+}
+
+// checkWatchable asks etcd whether a watch from after rev can start: a
+// read at rev+1 fails with ErrCompacted exactly when an etcd watch from
+// rev+1 would. A revision etcd has not reached yet (a future one) is
+// fine: its changes come when they are written.
+func (s *Store) checkWatchable(ctx context.Context, rev int64) error {
+	resp, err := s.cli.Get(ctx, s.root, clientv3.WithRev(rev+1), clientv3.WithCountOnly())
+	switch {
+	case err == nil:
+		s.observe(resp.Header.Revision)
+		return nil
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		return nil
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return fmt.Errorf("watch from revision %d: %w", rev, mapErr(err))
+	}
+	return fmt.Errorf("etcdstore: watch: %w", mapErr(err))
 }
 
 func (r *watchRun) requestProgress(ctx context.Context) {

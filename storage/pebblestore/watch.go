@@ -208,6 +208,10 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 		if err != nil {
 			return nil, err
 		}
+		if opts.Revision > v.rev {
+			s.release(v)
+			return nil, fmt.Errorf("initial events at revision %d, current %d: %w", opts.Revision, v.rev, storage.ErrFutureRevision)
+		}
 		initial, w.next = v, v.rev+1
 	case opts.Revision > 0:
 		if opts.Revision+1 < s.oldestRev.Load() {
