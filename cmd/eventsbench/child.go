@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -253,4 +254,12 @@ func stopAll(cs ...*child) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stopReverse stops children in the reverse of their start order, so that
+// a server stops before the storage it uses (eventsd before its etcd).
+func stopReverse(cs []*child) error {
+	r := slices.Clone(cs)
+	slices.Reverse(r)
+	return stopAll(r...)
 }

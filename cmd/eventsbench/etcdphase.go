@@ -88,7 +88,8 @@ func (cfg *runConfig) etcdPhase(ctx context.Context, rep *runReport, self, event
 	es := &etcdStorage{Events: cfg.EtcdEvents, FillMethod: etcdFillMethod}
 	rep.Etcd = es
 	var children []*child
-	defer func() { err = errors.Join(err, stopAll(children...)) }()
+	// Stopped in reverse: eventsd before the etcd it uses.
+	defer func() { err = errors.Join(err, stopReverse(children)) }()
 	etcd, err := startEtcd(ctx, self, filepath.Join(dir, "etcd"), cfg.EtcdQuotaBytes, cfg.EtcdUnsafeNoFsync)
 	if err != nil {
 		return err

@@ -406,7 +406,8 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 		return nil
 	}
 	var children []*child
-	defer func() { err = errors.Join(err, stopAll(children...)) }()
+	// Stopped in reverse: eventsd before the etcd it uses.
+	defer func() { err = errors.Join(err, stopReverse(children)) }()
 	echo, err := startChild(ctx, "echo", self, []string{"echo", "--listen", "127.0.0.1:0"}, echoURLRE, "")
 	if err != nil {
 		return err
