@@ -185,7 +185,20 @@ in all, and at each step measures the list of that pod's events, eventsd's
 RSS and its data directory's size, right after the fill and once background
 work has settled. It prints a markdown report and writes it as JSON.
 
---quick measures 3 s after 1 s of warmup and stops filling at 50,000.`,
+With --backends including etcd, run also starts a single-member etcd as its
+own process ("eventsbench etcd": etcd's defaults, fsync on, an 8 GiB quota)
+and an eventsd with --storage-backend=etcd on it, measured next to echo and
+eventsd on pebble at each client count; that target's server CPU is eventsd's
+plus etcd's. With --storage-backends including etcd, the etcd phase starts a
+fresh etcd, measures a replica over it while empty (the memory baseline),
+writes --etcd-events events into it through eventsd's etcd store in this
+process (one transaction per event, as eventsd writes), then starts a replica
+over them and measures its start (index build), the list of one pod's events
+and its RSS over the baseline's per event, and finally the read throughput
+(--read-clients listing that pod) of that replica alone and of two replicas.
+
+--quick measures 3 s after 1 s of warmup, stops filling at 50,000 and stores
+50,000 events in etcd.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
