@@ -35,6 +35,8 @@ type createConfig struct {
 	PodPrefix string
 	// Wire is the clients' wire format (wireProtobuf or wireJSON).
 	Wire string
+	// Token, when set, is sent as a bearer token.
+	Token string
 }
 
 // createResult is the outcome of a create benchmark. Only requests that
@@ -145,7 +147,7 @@ func runCreate(ctx context.Context, cfg createConfig) (*createResult, error) {
 	var dials atomic.Int64
 	clients := make([]kubernetes.Interface, cfg.Clients)
 	for i := range clients {
-		cs, err := newClientset(cfg.Server, cfg.Wire, &dials)
+		cs, err := newClientsetAuth(cfg.Server, cfg.Wire, cfg.Token, &dials)
 		if err != nil {
 			return nil, err
 		}

@@ -40,7 +40,7 @@ func printReport(w io.Writer, rep *runReport) {
 			for _, row := range []struct {
 				name string
 				r    *createResult
-			}{{"echo", p.Echo}, {"eventsd", p.Eventsd}, {"eventsd on etcd", p.EventsdEtcd}} {
+			}{{"echo", p.Echo}, {"eventsd", p.Eventsd}, {"eventsd on etcd", p.EventsdEtcd}, {"kube-apiserver on etcd", p.KubeAPIServer}} {
 				r := row.r
 				if r == nil {
 					continue
@@ -64,12 +64,19 @@ func printReport(w io.Writer, rep *runReport) {
 			if p.Echo != nil && p.EventsdEtcd != nil {
 				fmt.Fprintf(w, "| %s | %d | **eventsd on etcd / echo** | **%.2f** | | | | |%s | | | | |\n", p.Wire, p.Clients, p.RatioEtcdCreatesPerSec, blank)
 			}
+			if p.KubeAPIServer != nil && p.EventsdEtcd != nil {
+				fmt.Fprintf(w, "| %s | %d | **eventsd on etcd / kube-apiserver** | **%.2f** | | | | |%s | | | | |\n", p.Wire, p.Clients, p.RatioEtcdKubeAPIServerCreatesPerSec, blank)
+			}
 			if p.Eventsd != nil && p.EventsdEtcd != nil {
 				fmt.Fprintf(w, "| %s | %d | **eventsd on etcd / on pebble** | **%.2f** | | | | |%s | | | | |\n", p.Wire, p.Clients, p.RatioEtcdPebbleCreatesPerSec, blank)
 			}
 		}
 		if withEtcd {
 			fmt.Fprintf(w, "\neventsd on etcd: `--storage-backend=etcd`, etcd %v; its server CPU is eventsd's plus etcd's.\n", s["etcd"])
+			if ka, ok := s["kube_apiserver"]; ok {
+				fmt.Fprintf(w, "\nkube-apiserver on etcd: `%v`, %v; its events in the same etcd as eventsd on etcd's, its server CPU is kube-apiserver's plus that etcd's (its main etcd is not counted).\n",
+					ka, s["kube_apiserver_flags"])
+			}
 		}
 	}
 

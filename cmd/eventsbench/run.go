@@ -61,6 +61,10 @@ type runConfig struct {
 	EtcdQuotaBytes int64
 	// EtcdUnsafeNoFsync runs etcd without fsync (tests only).
 	EtcdUnsafeNoFsync bool
+	// KubeAPIServer, when set, is a kube-apiserver binary the create
+	// benchmark also runs against, with the events in the same etcd as
+	// eventsd on etcd's (needs etcd in Backends).
+	KubeAPIServer string
 
 	// DataParent holds the temporary data directories.
 	DataParent string
@@ -136,6 +140,12 @@ type createPair struct {
 	// RatioEtcdPebbleCreatesPerSec eventsd on etcd / eventsd on pebble.
 	RatioEtcdCreatesPerSec       float64 `json:"ratio_etcd_creates_per_s,omitempty"`
 	RatioEtcdPebbleCreatesPerSec float64 `json:"ratio_etcd_pebble_creates_per_s,omitempty"`
+	// KubeAPIServer is kube-apiserver with its events in the same etcd;
+	// its server CPU is kube-apiserver's and that etcd's.
+	KubeAPIServer *createResult `json:"kube_apiserver,omitempty"`
+	// RatioEtcdKubeAPIServerCreatesPerSec is eventsd on etcd /
+	// kube-apiserver.
+	RatioEtcdKubeAPIServerCreatesPerSec float64 `json:"ratio_etcd_kube_apiserver_creates_per_s,omitempty"`
 }
 
 // storagePoint is what was measured with Events stored.
@@ -257,6 +267,7 @@ and its RSS over the baseline's per event, and finally the read throughput
 	f.IntVar(&cfg.ReadClients, "read-clients", cfg.ReadClients, "Clients of the etcd phase's read throughput benchmark, split over the replicas.")
 	f.Int64Var(&cfg.EtcdQuotaBytes, "etcd-quota-backend-bytes", cfg.EtcdQuotaBytes, "The benchmark etcd's --quota-backend-bytes.")
 	f.BoolVar(&cfg.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", false, "Run the benchmark etcd with --unsafe-no-fsync (tests only; not etcd's figures).")
+	f.StringVar(&cfg.KubeAPIServer, "kube-apiserver", "", "A kube-apiserver binary (/work/shared/tools/upstream/build.sh) the create benchmark also runs against, with its events in the same benchmark etcd as eventsd on etcd (its own prefix) and a main etcd of its own; server CPU is kube-apiserver's plus the events etcd's. Needs --backends with etcd.")
 	f.StringVar(&cfg.DataParent, "data-parent", "", "Directory for the temporary data directories (default: the system temp dir); its filesystem matters for fsync.")
 	f.BoolVar(&cfg.KeepData, "keep-data", false, "Keep the data directories.")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "Give up after this long.")
@@ -310,6 +321,17 @@ func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
 			return nil, fmt.Errorf("--backends and --storage-backends: %q is neither %s nor %s", b, backendPebble, backendEtcd)
 		}
 	}
+	if cfg.KubeAPIServer != "" {
+		if !slices.Contains(cfg.Backends, backendEtcd) {
+			return nil, errors.New("--kube-apiserver needs --backends with etcd: it runs on the same etcd")
+		}
+		if cfg.KubeAPIServer, err = filepath.Abs(cfg.KubeAPIServer); err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(cfg.KubeAPIServer); err != nil {
+			return nil, fmt.Errorf("--kube-apiserver: %w", err)
+		}
+	}
 	usesEtcd := slices.Contains(cfg.Backends, backendEtcd) || slices.Contains(cfg.StorageBackends, backendEtcd)
 	if slices.Contains(cfg.StorageBackends, backendEtcd) && (cfg.EtcdEvents < cfg.TargetCount || cfg.ReadClients < 1) {
 		return nil, errors.New("--etcd-events must be at least --target-count, and --read-clients at least 1")
@@ -344,6 +366,10 @@ func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
 		rep.Settings["etcd"] = etcdSettings(cfg.EtcdQuotaBytes, cfg.EtcdUnsafeNoFsync)
 		rep.Settings["etcd_events"] = cfg.EtcdEvents
 		rep.Settings["read_clients"] = cfg.ReadClients
+	}
+	if cfg.KubeAPIServer != "" {
+		rep.Settings["kube_apiserver"] = cfg.KubeAPIServer + " (" + kubeAPIServerVersion(cfg.KubeAPIServer) + ")"
+		rep.Settings["kube_apiserver_flags"] = kubeAPIServerFlags
 	}
 	defer func() {
 		rep.ElapsedS = round3(time.Since(started).Seconds())
@@ -382,7 +408,9 @@ type createTarget struct {
 	// backend is the server's storage process (etcd), if any: its CPU
 	// counts as the server's.
 	backend *child
-	set     func(*createPair, *createResult)
+	// token is the bearer token the clients send, if any.
+	token string
+	set   func(*createPair, *createResult)
 }
 
 // Storage backends of eventsd (its --storage-backend values).
@@ -450,6 +478,20 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 		children = append(children, ev)
 		cfg.logf("etcd at %s (pid %d), eventsd on it at %s (pid %d)", etcd.URL, etcd.pid(), ev.URL, ev.pid())
 		targets = append(targets, createTarget{name: "eventsd on etcd", srv: ev, backend: etcd, set: func(p *createPair, r *createResult) { p.EventsdEtcd = r }})
+		if cfg.KubeAPIServer != "" {
+			mainEtcd, ka, token, err := startKubeAPIServer(ctx, cfg.KubeAPIServer, self, dataDir+"-kube-apiserver", etcd.URL, cfg.Namespaces, cfg.EtcdUnsafeNoFsync)
+			for _, c := range []*child{mainEtcd, ka} {
+				if c != nil {
+					children = append(children, c)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			cfg.logf("kube-apiserver at %s (pid %d), events in etcd %s, the rest in etcd %s", ka.URL, ka.pid(), etcd.URL, mainEtcd.URL)
+			targets = append(targets, createTarget{name: "kube-apiserver on etcd", srv: ka, backend: etcd, token: token,
+				set: func(p *createPair, r *createResult) { p.KubeAPIServer = r }})
+		}
 	}
 
 	for _, wire := range cfg.Wires {
@@ -464,6 +506,7 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 				if target.backend != nil {
 					cc.BackendPID = target.backend.pid()
 				}
+				cc.Token = target.token
 				res, err := runCreate(ctx, cc)
 				if err == nil {
 					err = errors.Join(target.srv.exited(), exitedIf(target.backend))
@@ -494,6 +537,9 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 				pair.RatioEtcdCreatesPerSec = ratio(e.CreatesPerSec, pair.Echo.CreatesPerSec)
 				if pair.Eventsd != nil {
 					pair.RatioEtcdPebbleCreatesPerSec = ratio(e.CreatesPerSec, pair.Eventsd.CreatesPerSec)
+				}
+				if k := pair.KubeAPIServer; k != nil {
+					pair.RatioEtcdKubeAPIServerCreatesPerSec = ratio(e.CreatesPerSec, k.CreatesPerSec)
 				}
 			}
 			rep.Create = append(rep.Create, pair)
@@ -641,6 +687,15 @@ func goals(rep *runReport, cfg runConfig) []goalCheck {
 					fmtPtr(e.ServerCPUMsPerReq, 3), fmtPtr(e.BackendCPUMsPerReq, 3)),
 				Upstream: upstream["etcd_creates_per_s_64"], Pass: e.CreatesPerSec >= etcdCreatesGoal,
 			})
+			if k := p.KubeAPIServer; k != nil {
+				gs = append(gs, goalCheck{
+					Goal:     fmt.Sprintf("creates/s at 64 clients, eventsd on etcd / kube-apiserver on the same etcd, this run (%s wire)", p.Wire),
+					Target:   ">= 3.00",
+					Measured: fmt.Sprintf("%.2f (%.0f / %.0f per s)", p.RatioEtcdKubeAPIServerCreatesPerSec, e.CreatesPerSec, k.CreatesPerSec),
+					Upstream: fmt.Sprintf("kube-apiserver here: p99 %.1f ms, kube-apiserver+etcd CPU %s ms/create", k.P99Ms, fmtPtr(k.ServerCPUMsPerReq, 3)),
+					Pass:     p.RatioEtcdKubeAPIServerCreatesPerSec >= 3,
+				})
+			}
 		}
 		if p.Clients != 64 || p.Echo == nil || p.Eventsd == nil {
 			continue
