@@ -86,13 +86,28 @@ func startKubeAPIServer(ctx context.Context, bin, self, dir, eventsEtcd string, 
 		"--service-account-key-file=" + filepath.Join(pki, "sa.pub"), "--service-account-signing-key-file=" + filepath.Join(pki, "sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/16", "--event-ttl=24h", "--endpoint-reconciler-type=none",
 	}
-	ka, err = startChildWithin(ctx, kubeAPIServerStartTimeout, "kube-apiserver", bin, args, kubeAPIServerURLRE, "/readyz")
+	// Its /readyz wants the token: readiness is polled below.
+	ka, err = startChildWithin(ctx, kubeAPIServerStartTimeout, "kube-apiserver", bin, args, kubeAPIServerURLRE, "")
 	if err != nil {
 		return mainEtcd, nil, "", err
 	}
 	cs, err := newClientsetAuth(ka.URL, wireProtobuf, token, nil)
 	if err != nil {
 		return mainEtcd, ka, "", err
+	}
+	deadline := time.Now().Add(kubeAPIServerStartTimeout)
+	for {
+		_, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		if err == nil {
+			break
+		}
+		if xerr := ka.exited(); xerr != nil {
+			return mainEtcd, ka, "", xerr
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return mainEtcd, ka, "", fmt.Errorf("kube-apiserver at %s not ready within %s: %w\n%s", ka.URL, kubeAPIServerStartTimeout, err, ka.logs)
+		}
+		sleepUntil(ctx, time.Now().Add(100*time.Millisecond))
 	}
 	for i := range namespaces {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespaceName(i)}}
