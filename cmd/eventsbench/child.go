@@ -44,7 +44,7 @@ type child struct {
 // which stops it; and it gets SIGKILL if the orchestrator dies without
 // stopping it (Pdeathsig). It waits childStartTimeout for each.
 func startChild(ctx context.Context, name, path string, args []string, urlRE *regexp.Regexp, readyPath string) (*child, error) {
-	return startChildWithin(ctx, childStartTimeout, name, path, args, urlRE, readyPath)
+	return startChildWithin(ctx, childStartTimeout, name, path, args, urlRE, "", readyPath)
 }
 
 // childStartTimeout is how long a child may take to serve, and then to be
@@ -53,7 +53,9 @@ const childStartTimeout = 30 * time.Second
 
 // startChildWithin is startChild waiting up to timeout for each step: an
 // eventsd replica over a large etcd builds its index before it serves.
-func startChildWithin(ctx context.Context, timeout time.Duration, name, path string, args []string, urlRE *regexp.Regexp, readyPath string) (*child, error) {
+// When what urlRE matched has no scheme (servers that log host:port),
+// scheme is put in front.
+func startChildWithin(ctx context.Context, timeout time.Duration, name, path string, args []string, urlRE *regexp.Regexp, scheme, readyPath string) (*child, error) {
 	c := &child{name: name, done: make(chan struct{}), logs: &tailBuffer{max: 64 << 10}}
 	c.cmd = exec.Command(path, args...)
 	c.cmd.Env = append(os.Environ(), childEnv+"=1")
@@ -99,8 +101,7 @@ func startChildWithin(ctx context.Context, timeout time.Duration, name, path str
 	select {
 	case c.URL = <-found:
 		if !strings.Contains(c.URL, "://") {
-			// kube-apiserver logs host:port; it serves only https.
-			c.URL = "https://" + c.URL
+			c.URL = scheme + "://" + c.URL
 		}
 	case <-c.done:
 		return nil, fmt.Errorf("%s exited before serving: %v\n%s", name, c.err, c.logs)
@@ -170,6 +171,11 @@ func (c *child) stop() error {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-c.done:
+		if termed(c.err) {
+			// etcd's binary re-raises the signal it handled: asked to
+			// stop, it stopped.
+			return nil
+		}
 		return c.exitErr()
 	case <-time.After(60 * time.Second):
 		_ = c.cmd.Process.Kill()
@@ -273,4 +279,14 @@ func stopReverse(cs []*child) error {
 	r := slices.Clone(cs)
 	slices.Reverse(r)
 	return stopAll(r...)
+}
+
+// termed reports whether err is the exit of a process killed by SIGTERM.
+func termed(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -161,20 +163,63 @@ func runEtcd(ctx context.Context, cfg etcdConfig, serving func(clientURL string)
 	return nil
 }
 
-// etcdSettings describes the benchmark's etcd for reports.
-func etcdSettings(quota int64, noFsync bool) string {
-	s := fmt.Sprintf("single member on loopback in its own process (go.etcd.io/etcd/server/v3/embed), --quota-backend-bytes=%d, otherwise etcd's defaults (--snapshot-count=10000, fsync on)", quota)
-	if noFsync {
+// etcdProc says how the benchmark runs etcd: this program's "etcd"
+// subcommand (embedded etcd) or an etcd binary, with the same settings.
+type etcdProc struct {
+	// Self is this program, run as "Self etcd" when Binary is empty.
+	Self, Binary string
+	Quota        int64
+	NoFsync      bool
+}
+
+func (cfg *runConfig) etcdProc(self string) etcdProc {
+	return etcdProc{Self: self, Binary: cfg.EtcdBinary, Quota: cfg.EtcdQuotaBytes, NoFsync: cfg.EtcdUnsafeNoFsync}
+}
+
+// etcdBinaryURLRE matches the line an etcd binary logs (at info level)
+// once it serves clients; its group is host:port.
+var etcdBinaryURLRE = regexp.MustCompile(`"msg":"serving client traffic insecurely; this is strongly discouraged!".*"address":"([^"]+)"`)
+
+// describe says how etcd runs, for reports.
+func (p etcdProc) describe() string {
+	what := "go.etcd.io/etcd/server/v3/embed in eventsbench"
+	if p.Binary != "" {
+		what = p.Binary
+		if out, err := exec.Command(p.Binary, "--version").Output(); err == nil {
+			what += " (" + strings.Join(strings.Fields(strings.SplitN(string(out), "\n", 2)[0]), " ") + ")"
+		}
+	}
+	s := fmt.Sprintf("single member on loopback in its own process (%s), --quota-backend-bytes=%d, otherwise etcd's defaults (--snapshot-count=10000, fsync on)", what, p.Quota)
+	if p.NoFsync {
 		s += "; --unsafe-no-fsync (not for reported figures)"
 	}
 	return s
 }
 
-// startEtcd starts "self etcd" over dataDir as a child.
-func startEtcd(ctx context.Context, self, dataDir string, quota int64, noFsync bool) (*child, error) {
-	args := []string{"etcd", "--data-dir", dataDir, "--quota-backend-bytes", strconv.FormatInt(quota, 10)}
-	if noFsync {
+// start starts etcd over dataDir as a child.
+func (p etcdProc) start(ctx context.Context, dataDir string) (*child, error) {
+	if p.Binary == "" {
+		args := []string{"etcd", "--data-dir", dataDir, "--quota-backend-bytes", strconv.FormatInt(p.Quota, 10)}
+		if p.NoFsync {
+			args = append(args, "--unsafe-no-fsync")
+		}
+		return startChild(ctx, "etcd", p.Self, args, etcdURLRE, "/health")
+	}
+	cu, err := resolvePort("http://127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	pu, err := resolvePort("http://127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--name", "bench", "--data-dir", dataDir,
+		"--listen-client-urls", cu.String(), "--advertise-client-urls", cu.String(),
+		"--listen-peer-urls", pu.String(), "--initial-advertise-peer-urls", pu.String(),
+		"--initial-cluster", "bench=" + pu.String(), "--initial-cluster-state", "new",
+		"--quota-backend-bytes", strconv.FormatInt(p.Quota, 10), "--log-level", "info"}
+	if p.NoFsync {
 		args = append(args, "--unsafe-no-fsync")
 	}
-	return startChild(ctx, "etcd", self, args, etcdURLRE, "/health")
+	return startChildWithin(ctx, childStartTimeout, "etcd", p.Binary, args, etcdBinaryURLRE, "http", "/health")
 }

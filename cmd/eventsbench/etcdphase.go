@@ -90,7 +90,7 @@ func (cfg *runConfig) etcdPhase(ctx context.Context, rep *runReport, self, event
 	var children []*child
 	// Stopped in reverse: eventsd before the etcd it uses.
 	defer func() { err = errors.Join(err, stopReverse(children)) }()
-	etcd, err := startEtcd(ctx, self, filepath.Join(dir, "etcd"), cfg.EtcdQuotaBytes, cfg.EtcdUnsafeNoFsync)
+	etcd, err := cfg.etcdProc(self).start(ctx, filepath.Join(dir, "etcd"))
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ const kubeAPIServerFlags = "--etcd-servers=<its own main etcd> --etcd-servers-ov
 // namespaces, which kube-apiserver requires. It returns the main etcd,
 // kube-apiserver and the admin token; on error, the children started are
 // returned for the caller to stop.
-func startKubeAPIServer(ctx context.Context, bin, self, dir, eventsEtcd string, namespaces int, noFsync bool) (mainEtcd, ka *child, token string, err error) {
+func startKubeAPIServer(ctx context.Context, bin string, etcd etcdProc, dir, eventsEtcd string, namespaces int) (mainEtcd, ka *child, token string, err error) {
 	pki := filepath.Join(dir, "pki")
 	if err := os.MkdirAll(pki, 0o700); err != nil {
 		return nil, nil, "", err
@@ -70,7 +70,7 @@ func startKubeAPIServer(ctx context.Context, bin, self, dir, eventsEtcd string, 
 	if err := os.WriteFile(filepath.Join(pki, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
 		return nil, nil, "", err
 	}
-	mainEtcd, err = startEtcd(ctx, self, filepath.Join(dir, "etcd-main"), defaultEtcdQuotaBytes, noFsync)
+	mainEtcd, err = etcd.start(ctx, filepath.Join(dir, "etcd-main"))
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("kube-apiserver's main etcd: %w", err)
 	}
@@ -87,7 +87,7 @@ func startKubeAPIServer(ctx context.Context, bin, self, dir, eventsEtcd string, 
 		"--service-cluster-ip-range=10.96.0.0/16", "--event-ttl=24h", "--endpoint-reconciler-type=none",
 	}
 	// Its /readyz wants the token: readiness is polled below.
-	ka, err = startChildWithin(ctx, kubeAPIServerStartTimeout, "kube-apiserver", bin, args, kubeAPIServerURLRE, "")
+	ka, err = startChildWithin(ctx, kubeAPIServerStartTimeout, "kube-apiserver", bin, args, kubeAPIServerURLRE, "https", "")
 	if err != nil {
 		return mainEtcd, nil, "", err
 	}

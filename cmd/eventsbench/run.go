@@ -61,6 +61,9 @@ type runConfig struct {
 	EtcdQuotaBytes int64
 	// EtcdUnsafeNoFsync runs etcd without fsync (tests only).
 	EtcdUnsafeNoFsync bool
+	// EtcdBinary, when set, is an etcd binary run instead of this
+	// program's embedded etcd.
+	EtcdBinary string
 	// KubeAPIServer, when set, is a kube-apiserver binary the create
 	// benchmark also runs against, with the events in the same etcd as
 	// eventsd on etcd's (needs etcd in Backends).
@@ -267,6 +270,7 @@ and its RSS over the baseline's per event, and finally the read throughput
 	f.IntVar(&cfg.ReadClients, "read-clients", cfg.ReadClients, "Clients of the etcd phase's read throughput benchmark, split over the replicas.")
 	f.Int64Var(&cfg.EtcdQuotaBytes, "etcd-quota-backend-bytes", cfg.EtcdQuotaBytes, "The benchmark etcd's --quota-backend-bytes.")
 	f.BoolVar(&cfg.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", false, "Run the benchmark etcd with --unsafe-no-fsync (tests only; not etcd's figures).")
+	f.StringVar(&cfg.EtcdBinary, "etcd-binary", "", "An etcd binary (e.g. the etcd 3.6.8 /work/shared/tools/upstream/build.sh builds) to run as the benchmark etcd with the same settings, instead of the etcd embedded in eventsbench (go.etcd.io/etcd/server/v3 of go.mod).")
 	f.StringVar(&cfg.KubeAPIServer, "kube-apiserver", "", "A kube-apiserver binary (/work/shared/tools/upstream/build.sh) the create benchmark also runs against, with its events in the same benchmark etcd as eventsd on etcd (its own prefix) and a main etcd of its own; server CPU is kube-apiserver's plus the events etcd's. Needs --backends with etcd.")
 	f.StringVar(&cfg.DataParent, "data-parent", "", "Directory for the temporary data directories (default: the system temp dir); its filesystem matters for fsync.")
 	f.BoolVar(&cfg.KeepData, "keep-data", false, "Keep the data directories.")
@@ -332,6 +336,14 @@ func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
 			return nil, fmt.Errorf("--kube-apiserver: %w", err)
 		}
 	}
+	if cfg.EtcdBinary != "" {
+		if cfg.EtcdBinary, err = filepath.Abs(cfg.EtcdBinary); err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(cfg.EtcdBinary); err != nil {
+			return nil, fmt.Errorf("--etcd-binary: %w", err)
+		}
+	}
 	usesEtcd := slices.Contains(cfg.Backends, backendEtcd) || slices.Contains(cfg.StorageBackends, backendEtcd)
 	if slices.Contains(cfg.StorageBackends, backendEtcd) && (cfg.EtcdEvents < cfg.TargetCount || cfg.ReadClients < 1) {
 		return nil, errors.New("--etcd-events must be at least --target-count, and --read-clients at least 1")
@@ -363,7 +375,7 @@ func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
 		},
 	}
 	if usesEtcd {
-		rep.Settings["etcd"] = etcdSettings(cfg.EtcdQuotaBytes, cfg.EtcdUnsafeNoFsync)
+		rep.Settings["etcd"] = cfg.etcdProc(self).describe()
 		rep.Settings["etcd_events"] = cfg.EtcdEvents
 		rep.Settings["read_clients"] = cfg.ReadClients
 	}
@@ -429,7 +441,7 @@ const replicaStartTimeout = 10 * time.Minute
 func startEventsdEtcd(ctx context.Context, bin, dataDir, etcdURL string, timeout time.Duration) (*child, error) {
 	return startChildWithin(ctx, timeout, "eventsd on etcd", bin,
 		[]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--event-ttl", "24h",
-			"--storage-backend", backendEtcd, "--etcd-servers", etcdURL}, eventsdURLRE, "/readyz")
+			"--storage-backend", backendEtcd, "--etcd-servers", etcdURL}, eventsdURLRE, "http", "/readyz")
 }
 
 // createPhase compares echo and eventsd (on each of cfg.Backends) at each
@@ -466,7 +478,7 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 		targets = append(targets, createTarget{name: "eventsd", srv: ev, set: func(p *createPair, r *createResult) { p.Eventsd = r }})
 	}
 	if slices.Contains(cfg.Backends, backendEtcd) {
-		etcd, err := startEtcd(ctx, self, dataDir+"-etcd", cfg.EtcdQuotaBytes, cfg.EtcdUnsafeNoFsync)
+		etcd, err := cfg.etcdProc(self).start(ctx, dataDir+"-etcd")
 		if err != nil {
 			return err
 		}
@@ -479,7 +491,7 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 		cfg.logf("etcd at %s (pid %d), eventsd on it at %s (pid %d)", etcd.URL, etcd.pid(), ev.URL, ev.pid())
 		targets = append(targets, createTarget{name: "eventsd on etcd", srv: ev, backend: etcd, set: func(p *createPair, r *createResult) { p.EventsdEtcd = r }})
 		if cfg.KubeAPIServer != "" {
-			mainEtcd, ka, token, err := startKubeAPIServer(ctx, cfg.KubeAPIServer, self, dataDir+"-kube-apiserver", etcd.URL, cfg.Namespaces, cfg.EtcdUnsafeNoFsync)
+			mainEtcd, ka, token, err := startKubeAPIServer(ctx, cfg.KubeAPIServer, cfg.etcdProc(self), dataDir+"-kube-apiserver", etcd.URL, cfg.Namespaces)
 			for _, c := range []*child{mainEtcd, ka} {
 				if c != nil {
 					children = append(children, c)
