@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -306,5 +309,42 @@ func TestRecordersTiny(t *testing.T) {
 		if r.Recorder == "client-go tools/record" && r.Workload == "five-reasons" && r.Stored["Killing"] != 0 {
 			t.Errorf("client-go's legacy recorder is expected to starve the sixth reason: %v", r.Stored)
 		}
+	}
+}
+
+// TestServingLines checks the patterns that find the URLs of servers run
+// as real binaries in their log lines, as etcd 3.6.8 and kube-apiserver
+// 1.36.3 print them.
+func TestServingLines(t *testing.T) {
+	for _, c := range []struct {
+		re         *regexp.Regexp
+		line, want string
+	}{
+		{etcdBinaryURLRE, `{"level":"info","ts":"2026-11-24T17:05:18.123456Z","caller":"embed/serve.go:220","msg":"serving client traffic insecurely; this is strongly discouraged!","traffic":"grpc+http","address":"127.0.0.1:33931"}`, "127.0.0.1:33931"},
+		{kubeAPIServerURLRE, `I1124 16:59:51.235004   24040 secure_serving.go:214] Serving securely on 127.0.0.1:42841`, "127.0.0.1:42841"},
+		{etcdURLRE, "etcd serving at http://127.0.0.1:2379", "http://127.0.0.1:2379"},
+	} {
+		if m := c.re.FindStringSubmatch(c.line); m == nil || m[1] != c.want {
+			t.Errorf("%s on %q: %q, want %q", c.re, c.line, m, c.want)
+		}
+	}
+}
+
+// TestTermed: a process killed by SIGTERM counts as stopped when asked;
+// other exits do not.
+func TestTermed(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); !termed(err) {
+		t.Errorf("SIGTERM: termed(%v) = false", err)
+	}
+	if err := exec.Command("false").Run(); termed(err) {
+		t.Errorf("exit 1: termed(%v) = true", err)
+	}
+	if termed(nil) {
+		t.Error("termed(nil)")
 	}
 }
