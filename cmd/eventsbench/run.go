@@ -209,6 +209,9 @@ process (one transaction per event, as eventsd writes), then starts a replica
 over them and measures its start (index build), the list of one pod's events
 and its RSS over the baseline's per event, and finally the read throughput
 (--read-clients listing that pod) of that replica alone and of two replicas.
+--etcd-binary runs a real etcd binary instead of the embedded one;
+--kube-apiserver adds a real kube-apiserver to the create benchmark, its
+events in the same etcd as eventsd on etcd's.
 
 --quick measures 3 s after 1 s of warmup, stops filling at 50,000 and stores
 50,000 events in etcd.`,
