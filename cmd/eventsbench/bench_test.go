@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -107,6 +110,94 @@ func TestRunTiny(t *testing.T) {
 	}
 	if len(back.Create) != 1 || back.Create[0].Eventsd.Requests != p.Eventsd.Requests {
 		t.Errorf("JSON report does not round-trip: %s", b)
+	}
+}
+
+// TestRunEtcdTiny runs the etcd targets at a tiny scale against a real
+// eventsd and a real etcd (this binary's etcd subcommand, as a child):
+// echo and eventsd on etcd with 2 clients for a second, then 2,000 events
+// filled into etcd (10 about the target pod), a baseline and a measured
+// replica, and the read throughput of one and two replicas.
+func TestRunEtcdTiny(t *testing.T) {
+	bin := eventsdtest.Binary(t)
+	cfg := runConfig{
+		Eventsd: bin, Command: "eventsbench run (test)", Backends: []string{backendEtcd},
+		Clients: []int{2}, Wires: []string{wireProtobuf}, Duration: time.Second, Warmup: 200 * time.Millisecond, Namespaces: 3, Objects: 20,
+		FillClients: 8, TargetCount: 10, ListRepeat: 5, SettleMax: 2 * time.Second,
+		EtcdEvents: 2000, ReadClients: 4, EtcdUnsafeNoFsync: true,
+		DataParent: t.TempDir(), Timeout: 2 * time.Minute, Log: testLog{t},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := runBench(ctx, cfg)
+	var md bytes.Buffer
+	if rep != nil {
+		printReport(&md, rep)
+		t.Logf("report:\n%s", md.String())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if len(rep.Create) != 1 {
+		t.Fatalf("got %d create comparisons, want 1", len(rep.Create))
+	}
+	p := rep.Create[0]
+	if p.Eventsd != nil {
+		t.Errorf("eventsd on pebble measured with --backends=etcd: %+v", p.Eventsd)
+	}
+	for name, r := range map[string]*createResult{"echo": p.Echo, "eventsd on etcd": p.EventsdEtcd} {
+		switch {
+		case r == nil:
+			t.Fatalf("%s: no result", name)
+		case r.Requests == 0 || r.Errors != 0:
+			t.Errorf("%s: %d requests, %d errors: %s", name, r.Requests, r.Errors, r.FirstError)
+		case r.ServerCPUMsPerReq == nil:
+			t.Errorf("%s: no server CPU", name)
+		}
+	}
+	if e := p.EventsdEtcd; e.BackendCPUMsPerReq == nil || *e.BackendCPUMsPerReq <= 0 || *e.BackendCPUMsPerReq > *e.ServerCPUMsPerReq {
+		t.Errorf("eventsd on etcd: etcd's CPU %v ms/req, not part of the server's %v", fmtPtr(e.BackendCPUMsPerReq, 4), *e.ServerCPUMsPerReq)
+	}
+	if p.RatioEtcdCreatesPerSec <= 0 {
+		t.Errorf("ratio %v", p.RatioEtcdCreatesPerSec)
+	}
+
+	es := rep.Etcd
+	switch {
+	case es == nil:
+		t.Fatal("no etcd phase")
+	case es.Fill == nil || es.Fill.Created != 2000 || es.Fill.Errors != 0 || es.Fill.ServerCPUMsPerEvent == nil:
+		t.Errorf("fill: %+v", es.Fill)
+	case es.BaselineRSS <= 0 || es.RSSSettled <= 0 || es.EtcdDisk.Bytes <= 0:
+		t.Errorf("baseline RSS %d, RSS %d, etcd disk %+v", es.BaselineRSS, es.RSSSettled, es.EtcdDisk)
+	case es.Metrics["eventsd_stored_events"] != 2000:
+		t.Errorf("the replica reports %v stored events, want 2000", es.Metrics["eventsd_stored_events"])
+	}
+	for _, l := range []*listResult{es.ListFirst, es.ListSettled} {
+		if l == nil || l.Items != 10 || l.Repeat != 5 {
+			t.Errorf("list: %+v, want 10 items", l)
+		}
+	}
+	if len(es.Reads) != 2 {
+		t.Fatalf("%d read benchmarks, want 2", len(es.Reads))
+	}
+	for i, r := range es.Reads {
+		if r.Replicas != i+1 || r.Clients != 4 || r.Lists == 0 || r.Errors != 0 || r.ServerCPUMsPerList == nil {
+			t.Errorf("reads over %d replica(s): %+v", i+1, r)
+		}
+	}
+	var goals []string
+	for _, g := range rep.Goals {
+		goals = append(goals, g.Goal)
+	}
+	if len(goals) != 2 {
+		t.Errorf("goals %q, want the list and memory goals (no create goal without 64 clients)", goals)
+	}
+	for _, want := range []string{"| eventsd on etcd |", "read throughput", "empty etcd (baseline)"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
 	}
 }
 
@@ -218,5 +309,42 @@ func TestRecordersTiny(t *testing.T) {
 		if r.Recorder == "client-go tools/record" && r.Workload == "five-reasons" && r.Stored["Killing"] != 0 {
 			t.Errorf("client-go's legacy recorder is expected to starve the sixth reason: %v", r.Stored)
 		}
+	}
+}
+
+// TestServingLines checks the patterns that find the URLs of servers run
+// as real binaries in their log lines, as etcd 3.6.8 and kube-apiserver
+// 1.36.3 print them.
+func TestServingLines(t *testing.T) {
+	for _, c := range []struct {
+		re         *regexp.Regexp
+		line, want string
+	}{
+		{etcdBinaryURLRE, `{"level":"info","ts":"2026-11-24T17:05:18.123456Z","caller":"embed/serve.go:220","msg":"serving client traffic insecurely; this is strongly discouraged!","traffic":"grpc+http","address":"127.0.0.1:33931"}`, "127.0.0.1:33931"},
+		{kubeAPIServerURLRE, `I1124 16:59:51.235004   24040 secure_serving.go:214] Serving securely on 127.0.0.1:42841`, "127.0.0.1:42841"},
+		{etcdURLRE, "etcd serving at http://127.0.0.1:2379", "http://127.0.0.1:2379"},
+	} {
+		if m := c.re.FindStringSubmatch(c.line); m == nil || m[1] != c.want {
+			t.Errorf("%s on %q: %q, want %q", c.re, c.line, m, c.want)
+		}
+	}
+}
+
+// TestTermed: a process killed by SIGTERM counts as stopped when asked;
+// other exits do not.
+func TestTermed(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); !termed(err) {
+		t.Errorf("SIGTERM: termed(%v) = false", err)
+	}
+	if err := exec.Command("false").Run(); termed(err) {
+		t.Errorf("exit 1: termed(%v) = true", err)
+	}
+	if termed(nil) {
+		t.Error("termed(nil)")
 	}
 }

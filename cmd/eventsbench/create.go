@@ -27,10 +27,16 @@ type createConfig struct {
 	Objects    int
 	// PID is the server's process id, for its CPU time; 0: not measured.
 	PID int
+	// BackendPID, when not 0, is the process id of the server's storage
+	// (etcd): its CPU time counts as the server's, and is also reported
+	// apart.
+	BackendPID int
 	// PodPrefix names the pods: "<prefix>-<i>".
 	PodPrefix string
 	// Wire is the clients' wire format (wireProtobuf or wireJSON).
 	Wire string
+	// Token, when set, is sent as a bearer token.
+	Token string
 }
 
 // createResult is the outcome of a create benchmark. Only requests that
@@ -54,6 +60,10 @@ type createResult struct {
 	ServerCPUMsPerReq *float64 `json:"server_cpu_ms_per_req,omitempty"`
 	// ServerCPUCores is the server's CPU time per second of the interval.
 	ServerCPUCores *float64 `json:"server_cpu_cores,omitempty"`
+	// BackendPID and BackendCPUMsPerReq are the storage process's (etcd's)
+	// id and its part of ServerCPUMsPerReq.
+	BackendPID         int      `json:"backend_pid,omitempty"`
+	BackendCPUMsPerReq *float64 `json:"backend_cpu_ms_per_req,omitempty"`
 	// ClientCPUMsPerReq is the load generator's own CPU time per request
 	// (client-go encoding and decoding, HTTP), which competes with the
 	// server for the same cores.
@@ -96,6 +106,7 @@ server's CPU time per request, then one JSON line.`,
 	f.IntVar(&cfg.Namespaces, "namespaces", cfg.Namespaces, "Number of namespaces the pods are spread over.")
 	f.IntVar(&cfg.Objects, "objects", cfg.Objects, "Number of pods the events are about.")
 	f.IntVar(&cfg.PID, "pid", 0, "Process id of the server, to report its CPU time per request (from /proc/PID/stat).")
+	f.IntVar(&cfg.BackendPID, "backend-pid", 0, "Process id of the server's storage (etcd), whose CPU time counts as the server's and is also reported apart.")
 	f.StringVar(&cfg.PodPrefix, "pod-prefix", cfg.PodPrefix, "Pod name prefix.")
 	f.StringVar(&cfg.Wire, "wire", cfg.Wire, "Wire format: protobuf (client-go's default for built-in types) or json (kubectl's).")
 	_ = cmd.MarkFlagRequired("server")
@@ -136,7 +147,7 @@ func runCreate(ctx context.Context, cfg createConfig) (*createResult, error) {
 	var dials atomic.Int64
 	clients := make([]kubernetes.Interface, cfg.Clients)
 	for i := range clients {
-		cs, err := newClientset(cfg.Server, cfg.Wire, &dials)
+		cs, err := newClientsetAuth(cfg.Server, cfg.Wire, cfg.Token, &dials)
 		if err != nil {
 			return nil, err
 		}
@@ -181,27 +192,32 @@ func runCreate(ctx context.Context, cfg createConfig) (*createResult, error) {
 	}
 
 	// The server's and our own CPU time at the edges of the interval.
-	var srv0, srv1, self0, self1, all0, all1 time.Duration
+	var srv0, srv1, be0, be1, self0, self1, all0, all1 time.Duration
 	var cpuErr error
-	sample := func(srv, self, all *time.Duration) {
+	sample := func(srv, be, self, all *time.Duration) {
 		if cfg.PID > 0 {
 			v, err := procCPU(cfg.PID)
 			*srv, cpuErr = v, errors.Join(cpuErr, err)
+		}
+		if cfg.BackendPID > 0 {
+			v, err := procCPU(cfg.BackendPID)
+			*be, cpuErr = v, errors.Join(cpuErr, err)
+			*srv += v
 		}
 		*self, _ = procCPU(0)
 		*all, _ = machineCPU()
 	}
 	sleepUntil(ctx, mStart)
-	sample(&srv0, &self0, &all0)
+	sample(&srv0, &be0, &self0, &all0)
 	sleepUntil(ctx, mEnd)
-	sample(&srv1, &self1, &all1)
+	sample(&srv1, &be1, &self1, &all1)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 
 	res := &createResult{
-		Server: cfg.Server, Clients: cfg.Clients, ServerPID: cfg.PID,
+		Server: cfg.Server, Clients: cfg.Clients, ServerPID: cfg.PID, BackendPID: cfg.BackendPID,
 		WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
 		Connections: dials.Load(),
 	}
@@ -227,6 +243,10 @@ func runCreate(ctx context.Context, cfg createConfig) (*createResult, error) {
 			perReq := round3(ms(srv1-srv0) / float64(res.Requests))
 			cores := round3((srv1 - srv0).Seconds() / cfg.Duration.Seconds())
 			res.ServerCPUMsPerReq, res.ServerCPUCores = &perReq, &cores
+			if cfg.BackendPID > 0 {
+				be := round3(ms(be1-be0) / float64(res.Requests))
+				res.BackendCPUMsPerReq = &be
+			}
 		}
 	}
 	if cpuErr != nil {
@@ -257,6 +277,9 @@ func printCreate(w io.Writer, r *createResult) {
 	fmt.Fprintln(w)
 	if r.ServerCPUMsPerReq != nil {
 		fmt.Fprintf(w, "  server CPU %.4f ms/request (%.2f cores)\n", *r.ServerCPUMsPerReq, *r.ServerCPUCores)
+	}
+	if r.BackendCPUMsPerReq != nil {
+		fmt.Fprintf(w, "  of which the backend (pid %d) %.4f ms/request\n", r.BackendPID, *r.BackendCPUMsPerReq)
 	}
 	fmt.Fprintf(w, "  client CPU %.4f ms/request; machine busy %.2f cores, %.2f of them neither server nor client\n",
 		r.ClientCPUMsPerReq, r.MachineBusyCores, r.OtherCores)

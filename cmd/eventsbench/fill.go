@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -39,9 +40,30 @@ type fillConfig struct {
 	PodPrefix string
 	// PID is the server's process id, for its CPU time; 0: not measured.
 	PID int
+	// NewCreator, when set, returns each client's create function instead
+	// of a client-go clientset of Server (the etcd fill writes through
+	// etcdstore in-process). A create of an event that exists must return
+	// an error apierrors.IsAlreadyExists recognises.
+	NewCreator func() (createFunc, error)
 	// Progress receives a line every ProgressEvery; nil: none.
 	Progress      io.Writer
 	ProgressEvery time.Duration
+}
+
+// createFunc creates one event.
+type createFunc func(ctx context.Context, ev *corev1.Event) error
+
+// clientsetCreator returns a create function over a new clientset of
+// server.
+func clientsetCreator(server, wire string) (createFunc, error) {
+	cs, err := newClientset(server, wire, nil)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, ev *corev1.Event) error {
+		_, err := cs.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+		return err
+	}, nil
 }
 
 // fillResult is the outcome of a fill.
@@ -122,7 +144,7 @@ func (p fillPlan) at(i int64) (target bool, pod int64) {
 
 func (c fillConfig) validate() error {
 	switch {
-	case c.Server == "":
+	case c.Server == "" && c.NewCreator == nil:
 		return errors.New("--server is required")
 	case c.Total < 1 || c.Clients < 1 || c.Namespaces < 1 || c.PerPod < 1:
 		return errors.New("--total, --clients, --namespaces and --per-pod must be at least 1")
@@ -139,8 +161,10 @@ func (c fillConfig) validate() error {
 // runFill creates the events. With an error, the result (if any) says how
 // far it got.
 func runFill(ctx context.Context, cfg fillConfig) (*fillResult, error) {
-	if err := checkWire(cfg.Wire); err != nil {
-		return nil, err
+	if cfg.NewCreator == nil {
+		if err := checkWire(cfg.Wire); err != nil {
+			return nil, err
+		}
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -158,8 +182,14 @@ func runFill(ctx context.Context, cfg fillConfig) (*fillResult, error) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range cfg.Clients {
-		cs, err := newClientset(cfg.Server, cfg.Wire, nil)
+		newCreator := cfg.NewCreator
+		if newCreator == nil {
+			newCreator = func() (createFunc, error) { return clientsetCreator(cfg.Server, cfg.Wire) }
+		}
+		create, err := newCreator()
 		if err != nil {
+			cancel(err)
+			wg.Wait()
 			return nil, err
 		}
 		wg.Go(func() {
@@ -182,7 +212,7 @@ func runFill(ctx context.Context, cfg fillConfig) (*fillResult, error) {
 					}
 					// client-go encodes ev and decodes the answer into a new object:
 					// ev is not modified, so retries can send it again.
-					_, err = cs.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+					err = create(ctx, ev)
 					if err == nil || (attempt > 1 && apierrors.IsAlreadyExists(err)) {
 						// A retry may find the write of an attempt whose
 						// answer was lost: it is there, so it counts.

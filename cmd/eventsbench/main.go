@@ -6,7 +6,9 @@
 //	eventsbench create --server URL --clients N --duration D [--warmup W] [--namespaces K] [--objects M] [--pid P]
 //	eventsbench list   --server URL --namespace NS --pod NAME [--repeat R]
 //	eventsbench fill   --server URL --total T --clients N --target-pod NAME --target-count C
-//	eventsbench run    --eventsd PATH --out results.json [--quick]
+//	eventsbench run    --eventsd PATH --out results.json [--quick] [--backends pebble,etcd] [--storage-backends etcd] [--etcd-events N]
+//	                   [--etcd-binary PATH] [--kube-apiserver PATH]
+//	eventsbench etcd   --data-dir D [--listen-client URL] [--quota-backend-bytes N]   (hidden: the etcd run starts)
 package main
 
 import (
@@ -44,6 +46,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand())
+	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand())
 	return root
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,6 +48,27 @@ type runConfig struct {
 	// eventsd's CPU use drops below 5% of a core, at most SettleMax.
 	SettleMin, SettleMax time.Duration
 
+	// Backends are the eventsd storage backends the create benchmark runs
+	// against (pebble, etcd); StorageBackends those the stored-events
+	// measurements run for (pebble: the fill steps; etcd: the etcd phase).
+	Backends, StorageBackends []string
+	// EtcdEvents is the number of events the etcd phase stores.
+	EtcdEvents int64
+	// ReadClients is the number of clients of the etcd phase's read
+	// throughput benchmark.
+	ReadClients int
+	// EtcdQuotaBytes is the benchmark etcd's --quota-backend-bytes.
+	EtcdQuotaBytes int64
+	// EtcdUnsafeNoFsync runs etcd without fsync (tests only).
+	EtcdUnsafeNoFsync bool
+	// EtcdBinary, when set, is an etcd binary run instead of this
+	// program's embedded etcd.
+	EtcdBinary string
+	// KubeAPIServer, when set, is a kube-apiserver binary the create
+	// benchmark also runs against, with the events in the same etcd as
+	// eventsd on etcd's (needs etcd in Backends).
+	KubeAPIServer string
+
 	// DataParent holds the temporary data directories.
 	DataParent string
 	KeepData   bool
@@ -63,7 +85,21 @@ var upstream = map[string]string{
 	"server_cpu_ms_per_req":  "~1.2 ms",
 	"list_one_object_50k_ms": "~650 ms",
 	"echo_ceiling_64":        "~6,700/s, ~0.08 ms CPU/req",
+	// Issue 11: kube-apiserver 1.36.3 with an events etcd 3.6.8, on this
+	// machine kind.
+	"etcd_creates_per_s_64": "2,372/s (kube-apiserver 1.36.3 + events etcd 3.6.8)",
 }
+
+// Issue 11's goals for eventsd on etcd.
+const (
+	// etcdCreatesGoal is 3x kube-apiserver's creates/s at 64 clients on
+	// the same etcd.
+	etcdCreatesGoal = 7000
+	// etcdListGoalMs bounds listing one object's events among 1M.
+	etcdListGoalMs = 10
+	// etcdReplicaBytesGoal bounds a replica's memory per stored event.
+	etcdReplicaBytesGoal = 200
+)
 
 // runReport is everything a run measured.
 type runReport struct {
@@ -76,15 +112,17 @@ type runReport struct {
 	Machine    machine   `json:"machine"`
 	// LoadAvg is /proc/loadavg at the start and the end: other work on
 	// the machine skews the figures.
-	LoadAvgStart string            `json:"loadavg_start"`
-	LoadAvgEnd   string            `json:"loadavg_end"`
-	Settings     map[string]any    `json:"settings"`
-	Create       []createPair      `json:"create"`
-	Storage      []storagePoint    `json:"storage"`
-	Goals        []goalCheck       `json:"goals"`
-	Upstream     map[string]string `json:"upstream_reference"`
-	Notes        []string          `json:"notes,omitempty"`
-	Error        string            `json:"error,omitempty"`
+	LoadAvgStart string         `json:"loadavg_start"`
+	LoadAvgEnd   string         `json:"loadavg_end"`
+	Settings     map[string]any `json:"settings"`
+	Create       []createPair   `json:"create"`
+	Storage      []storagePoint `json:"storage"`
+	// Etcd is the etcd phase's: eventsd replicas over a filled etcd.
+	Etcd     *etcdStorage      `json:"etcd,omitempty"`
+	Goals    []goalCheck       `json:"goals"`
+	Upstream map[string]string `json:"upstream_reference"`
+	Notes    []string          `json:"notes,omitempty"`
+	Error    string            `json:"error,omitempty"`
 }
 
 // createPair compares echo and eventsd at one client count.
@@ -92,12 +130,25 @@ type createPair struct {
 	Wire    string        `json:"wire"`
 	Clients int           `json:"clients"`
 	Echo    *createResult `json:"echo"`
-	Eventsd *createResult `json:"eventsd"`
+	Eventsd *createResult `json:"eventsd,omitempty"`
 	// Ratios are eventsd / echo.
 	RatioCreatesPerSec float64  `json:"ratio_creates_per_s"`
 	RatioP50           float64  `json:"ratio_p50"`
 	RatioP99           float64  `json:"ratio_p99"`
 	RatioServerCPU     *float64 `json:"ratio_server_cpu_per_req,omitempty"`
+	// EventsdEtcd is eventsd with --storage-backend=etcd; its server CPU
+	// is eventsd's and etcd's.
+	EventsdEtcd *createResult `json:"eventsd_etcd,omitempty"`
+	// RatioEtcdCreatesPerSec is eventsd on etcd / echo;
+	// RatioEtcdPebbleCreatesPerSec eventsd on etcd / eventsd on pebble.
+	RatioEtcdCreatesPerSec       float64 `json:"ratio_etcd_creates_per_s,omitempty"`
+	RatioEtcdPebbleCreatesPerSec float64 `json:"ratio_etcd_pebble_creates_per_s,omitempty"`
+	// KubeAPIServer is kube-apiserver with its events in the same etcd;
+	// its server CPU is kube-apiserver's and that etcd's.
+	KubeAPIServer *createResult `json:"kube_apiserver,omitempty"`
+	// RatioEtcdKubeAPIServerCreatesPerSec is eventsd on etcd /
+	// kube-apiserver.
+	RatioEtcdKubeAPIServerCreatesPerSec float64 `json:"ratio_etcd_kube_apiserver_creates_per_s,omitempty"`
 }
 
 // storagePoint is what was measured with Events stored.
@@ -134,6 +185,7 @@ func newRunCommand() *cobra.Command {
 		Clients: []int{1, 8, 64}, Duration: 10 * time.Second, Warmup: 2 * time.Second, Namespaces: 10, Objects: 1000,
 		FillSteps: []int64{50_000, 1_000_000}, FillClients: 64, TargetCount: 50, ListRepeat: 50,
 		SettleMin: 5 * time.Second, SettleMax: 60 * time.Second, Timeout: 60 * time.Minute, Log: os.Stderr,
+		Backends: []string{backendPebble}, EtcdEvents: 1_000_000, ReadClients: 64, EtcdQuotaBytes: defaultEtcdQuotaBytes,
 	}
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -146,7 +198,23 @@ in all, and at each step measures the list of that pod's events, eventsd's
 RSS and its data directory's size, right after the fill and once background
 work has settled. It prints a markdown report and writes it as JSON.
 
---quick measures 3 s after 1 s of warmup and stops filling at 50,000.`,
+With --backends including etcd, run also starts a single-member etcd as its
+own process ("eventsbench etcd": etcd's defaults, fsync on, an 8 GiB quota)
+and an eventsd with --storage-backend=etcd on it, measured next to echo and
+eventsd on pebble at each client count; that target's server CPU is eventsd's
+plus etcd's. With --storage-backends including etcd, the etcd phase starts a
+fresh etcd, measures a replica over it while empty (the memory baseline),
+writes --etcd-events events into it through eventsd's etcd store in this
+process (one transaction per event, as eventsd writes), then starts a replica
+over them and measures its start (index build), the list of one pod's events
+and its RSS over the baseline's per event, and finally the read throughput
+(--read-clients listing that pod) of that replica alone and of two replicas.
+--etcd-binary runs a real etcd binary instead of the embedded one;
+--kube-apiserver adds a real kube-apiserver to the create benchmark, its
+events in the same etcd as eventsd on etcd's.
+
+--quick measures 3 s after 1 s of warmup, stops filling at 50,000 and stores
+50,000 events in etcd.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
@@ -163,6 +231,12 @@ work has settled. It prints a markdown report and writes it as JSON.
 				if !f.Changed("settle-max") {
 					cfg.SettleMax = 20 * time.Second
 				}
+				if !f.Changed("etcd-events") {
+					cfg.EtcdEvents = 50_000
+				}
+			}
+			if !f.Changed("storage-backends") {
+				cfg.StorageBackends = cfg.Backends
 			}
 			cfg.Command = shellJoin(append([]string{"eventsbench"}, os.Args[1:]...))
 			rep, err := runBench(cmd.Context(), cfg)
@@ -193,6 +267,14 @@ work has settled. It prints a markdown report and writes it as JSON.
 	f.IntVar(&cfg.ListRepeat, "list-repeat", cfg.ListRepeat, "Lists per measurement.")
 	f.DurationVar(&cfg.SettleMin, "settle-min", cfg.SettleMin, "Least wait after a fill before the settled measurements.")
 	f.DurationVar(&cfg.SettleMax, "settle-max", cfg.SettleMax, "Most wait for eventsd's CPU use to drop below 5% after a fill (--quick: 20s).")
+	f.StringSliceVar(&cfg.Backends, "backends", cfg.Backends, "eventsd storage backends the create benchmark runs against, next to echo: pebble and/or etcd (eventsd --storage-backend=etcd on an etcd this run starts as its own process; server CPU is eventsd's plus etcd's).")
+	f.StringSliceVar(&cfg.StorageBackends, "storage-backends", nil, "Backends of the stored-events measurements (default: --backends): pebble fills to --fill-steps; etcd fills --etcd-events into etcd, then measures a replica's list latency and memory and the read throughput of 1 and 2 replicas.")
+	f.Int64Var(&cfg.EtcdEvents, "etcd-events", cfg.EtcdEvents, "Events the etcd phase stores (--quick: 50000).")
+	f.IntVar(&cfg.ReadClients, "read-clients", cfg.ReadClients, "Clients of the etcd phase's read throughput benchmark, split over the replicas.")
+	f.Int64Var(&cfg.EtcdQuotaBytes, "etcd-quota-backend-bytes", cfg.EtcdQuotaBytes, "The benchmark etcd's --quota-backend-bytes.")
+	f.BoolVar(&cfg.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", false, "Run the benchmark etcd with --unsafe-no-fsync (tests only; not etcd's figures).")
+	f.StringVar(&cfg.EtcdBinary, "etcd-binary", "", "An etcd binary (e.g. the etcd 3.6.8 /work/shared/tools/upstream/build.sh builds) to run as the benchmark etcd with the same settings, instead of the etcd embedded in eventsbench (go.etcd.io/etcd/server/v3 of go.mod).")
+	f.StringVar(&cfg.KubeAPIServer, "kube-apiserver", "", "A kube-apiserver binary (/work/shared/tools/upstream/build.sh) the create benchmark also runs against, with its events in the same benchmark etcd as eventsd on etcd (its own prefix) and a main etcd of its own; server CPU is kube-apiserver's plus the events etcd's. Needs --backends with etcd.")
 	f.StringVar(&cfg.DataParent, "data-parent", "", "Directory for the temporary data directories (default: the system temp dir); its filesystem matters for fsync.")
 	f.BoolVar(&cfg.KeepData, "keep-data", false, "Keep the data directories.")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "Give up after this long.")
@@ -235,6 +317,43 @@ func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
 			return nil, errors.New("--fill-steps must increase, the first at least --target-count")
 		}
 	}
+	if len(cfg.Backends) == 0 {
+		cfg.Backends = []string{backendPebble}
+	}
+	if cfg.StorageBackends == nil {
+		cfg.StorageBackends = cfg.Backends
+	}
+	for _, b := range append(slices.Clone(cfg.Backends), cfg.StorageBackends...) {
+		if b != backendPebble && b != backendEtcd {
+			return nil, fmt.Errorf("--backends and --storage-backends: %q is neither %s nor %s", b, backendPebble, backendEtcd)
+		}
+	}
+	if cfg.KubeAPIServer != "" {
+		if !slices.Contains(cfg.Backends, backendEtcd) {
+			return nil, errors.New("--kube-apiserver needs --backends with etcd: it runs on the same etcd")
+		}
+		if cfg.KubeAPIServer, err = filepath.Abs(cfg.KubeAPIServer); err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(cfg.KubeAPIServer); err != nil {
+			return nil, fmt.Errorf("--kube-apiserver: %w", err)
+		}
+	}
+	if cfg.EtcdBinary != "" {
+		if cfg.EtcdBinary, err = filepath.Abs(cfg.EtcdBinary); err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(cfg.EtcdBinary); err != nil {
+			return nil, fmt.Errorf("--etcd-binary: %w", err)
+		}
+	}
+	usesEtcd := slices.Contains(cfg.Backends, backendEtcd) || slices.Contains(cfg.StorageBackends, backendEtcd)
+	if slices.Contains(cfg.StorageBackends, backendEtcd) && (cfg.EtcdEvents < cfg.TargetCount || cfg.ReadClients < 1) {
+		return nil, errors.New("--etcd-events must be at least --target-count, and --read-clients at least 1")
+	}
+	if cfg.EtcdQuotaBytes <= 0 {
+		cfg.EtcdQuotaBytes = defaultEtcdQuotaBytes
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 
@@ -255,7 +374,17 @@ func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
 			"fill_clients": cfg.FillClients, "target_count": cfg.TargetCount, "list_repeat": cfg.ListRepeat,
 			"settle_min_s": cfg.SettleMin.Seconds(), "settle_max_s": cfg.SettleMax.Seconds(),
 			"eventsd_args": "--event-ttl=24h", "data_parent": parent,
+			"backends": cfg.Backends, "storage_backends": cfg.StorageBackends,
 		},
+	}
+	if usesEtcd {
+		rep.Settings["etcd"] = cfg.etcdProc(self).describe()
+		rep.Settings["etcd_events"] = cfg.EtcdEvents
+		rep.Settings["read_clients"] = cfg.ReadClients
+	}
+	if cfg.KubeAPIServer != "" {
+		rep.Settings["kube_apiserver"] = cfg.KubeAPIServer + " (" + kubeAPIServerVersion(cfg.KubeAPIServer) + ")"
+		rep.Settings["kube_apiserver_flags"] = kubeAPIServerFlags
 	}
 	defer func() {
 		rep.ElapsedS = round3(time.Since(started).Seconds())
@@ -269,8 +398,13 @@ func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
 	if err := cfg.createPhase(ctx, rep, self, eventsd, filepath.Join(parent, "create")); err != nil {
 		return rep, err
 	}
-	if len(cfg.FillSteps) > 0 {
+	if len(cfg.FillSteps) > 0 && slices.Contains(cfg.StorageBackends, backendPebble) {
 		if err := cfg.storagePhase(ctx, rep, eventsd, filepath.Join(parent, "fill")); err != nil {
+			return rep, err
+		}
+	}
+	if slices.Contains(cfg.StorageBackends, backendEtcd) {
+		if err := cfg.etcdPhase(ctx, rep, self, eventsd, filepath.Join(parent, "etcd")); err != nil {
 			return rep, err
 		}
 	}
@@ -282,7 +416,39 @@ func startEventsd(ctx context.Context, bin, dataDir string) (*child, error) {
 		[]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--event-ttl", "24h"}, eventsdURLRE, "/readyz")
 }
 
-// createPhase compares echo and eventsd at each client count.
+// createTarget is a server the create benchmark runs against.
+type createTarget struct {
+	name string
+	srv  *child
+	// backend is the server's storage process (etcd), if any: its CPU
+	// counts as the server's.
+	backend *child
+	// token is the bearer token the clients send, if any.
+	token string
+	set   func(*createPair, *createResult)
+}
+
+// Storage backends of eventsd (its --storage-backend values).
+const (
+	backendPebble = "pebble"
+	backendEtcd   = "etcd"
+)
+
+// replicaStartTimeout bounds how long an eventsd replica over a filled
+// etcd may take to build its index and serve.
+const replicaStartTimeout = 10 * time.Minute
+
+// startEventsdEtcd starts eventsd with --storage-backend=etcd over
+// etcdURL (the default prefix /registry); dataDir is unused by that
+// backend but given, so nothing lands in the working directory.
+func startEventsdEtcd(ctx context.Context, bin, dataDir, etcdURL string, timeout time.Duration) (*child, error) {
+	return startChildWithin(ctx, timeout, "eventsd on etcd", bin,
+		[]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--event-ttl", "24h",
+			"--storage-backend", backendEtcd, "--etcd-servers", etcdURL}, eventsdURLRE, "http", "/readyz")
+}
+
+// createPhase compares echo and eventsd (on each of cfg.Backends) at each
+// client count.
 func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eventsdBin, dataDir string) (err error) {
 	if len(cfg.Wires) == 0 {
 		cfg.Wires = []string{wireProtobuf}
@@ -295,28 +461,70 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 	if len(cfg.Clients) == 0 {
 		return nil
 	}
+	var children []*child
+	// Stopped in reverse: eventsd before the etcd it uses.
+	defer func() { err = errors.Join(err, stopReverse(children)) }()
 	echo, err := startChild(ctx, "echo", self, []string{"echo", "--listen", "127.0.0.1:0"}, echoURLRE, "")
 	if err != nil {
 		return err
 	}
-	ev, err := startEventsd(ctx, eventsdBin, dataDir)
-	if err != nil {
-		return errors.Join(err, echo.stop())
+	children = append(children, echo)
+	cfg.logf("echo at %s (pid %d)", echo.URL, echo.pid())
+	targets := []createTarget{{name: "echo", srv: echo, set: func(p *createPair, r *createResult) { p.Echo = r }}}
+	if slices.Contains(cfg.Backends, backendPebble) {
+		ev, err := startEventsd(ctx, eventsdBin, dataDir)
+		if err != nil {
+			return err
+		}
+		children = append(children, ev)
+		cfg.logf("eventsd at %s (pid %d, data %s)", ev.URL, ev.pid(), dataDir)
+		targets = append(targets, createTarget{name: "eventsd", srv: ev, set: func(p *createPair, r *createResult) { p.Eventsd = r }})
 	}
-	defer func() { err = errors.Join(err, stopAll(echo, ev)) }()
-	cfg.logf("echo at %s (pid %d), eventsd at %s (pid %d, data %s)", echo.URL, echo.pid(), ev.URL, ev.pid(), dataDir)
+	if slices.Contains(cfg.Backends, backendEtcd) {
+		etcd, err := cfg.etcdProc(self).start(ctx, dataDir+"-etcd")
+		if err != nil {
+			return err
+		}
+		children = append(children, etcd)
+		ev, err := startEventsdEtcd(ctx, eventsdBin, dataDir+"-eventsd-etcd", etcd.URL, childStartTimeout)
+		if err != nil {
+			return err
+		}
+		children = append(children, ev)
+		cfg.logf("etcd at %s (pid %d), eventsd on it at %s (pid %d)", etcd.URL, etcd.pid(), ev.URL, ev.pid())
+		targets = append(targets, createTarget{name: "eventsd on etcd", srv: ev, backend: etcd, set: func(p *createPair, r *createResult) { p.EventsdEtcd = r }})
+		if cfg.KubeAPIServer != "" {
+			mainEtcd, ka, token, err := startKubeAPIServer(ctx, cfg.KubeAPIServer, cfg.etcdProc(self), dataDir+"-kube-apiserver", etcd.URL, cfg.Namespaces)
+			for _, c := range []*child{mainEtcd, ka} {
+				if c != nil {
+					children = append(children, c)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			cfg.logf("kube-apiserver at %s (pid %d), events in etcd %s, the rest in etcd %s", ka.URL, ka.pid(), etcd.URL, mainEtcd.URL)
+			targets = append(targets, createTarget{name: "kube-apiserver on etcd", srv: ka, backend: etcd, token: token,
+				set: func(p *createPair, r *createResult) { p.KubeAPIServer = r }})
+		}
+	}
 
 	for _, wire := range cfg.Wires {
 		for _, n := range cfg.Clients {
 			pair := createPair{Clients: n, Wire: wire}
-			for _, target := range []*child{echo, ev} {
+			for _, target := range targets {
 				cfg.logf("create: %d clients against %s for %s after %s warmup", n, target.name, cfg.Duration, cfg.Warmup)
-				res, err := runCreate(ctx, createConfig{
-					Server: target.URL, Clients: n, Duration: cfg.Duration, Warmup: cfg.Warmup,
-					Namespaces: cfg.Namespaces, Objects: cfg.Objects, PID: target.pid(), PodPrefix: fmt.Sprintf("%s-c%d-pod", wire, n), Wire: wire,
-				})
+				cc := createConfig{
+					Server: target.srv.URL, Clients: n, Duration: cfg.Duration, Warmup: cfg.Warmup,
+					Namespaces: cfg.Namespaces, Objects: cfg.Objects, PID: target.srv.pid(), PodPrefix: fmt.Sprintf("%s-c%d-pod", wire, n), Wire: wire,
+				}
+				if target.backend != nil {
+					cc.BackendPID = target.backend.pid()
+				}
+				cc.Token = target.token
+				res, err := runCreate(ctx, cc)
 				if err == nil {
-					err = target.exited()
+					err = errors.Join(target.srv.exited(), exitedIf(target.backend))
 				}
 				if err != nil {
 					if pair.Echo != nil {
@@ -324,28 +532,43 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 					}
 					return fmt.Errorf("create benchmark, %d clients, against %s: %w", n, target.name, err)
 				}
-				cfg.logf("  %.0f creates/s, p50 %.2f ms, p99 %.2f ms, server CPU %s ms/req, %d errors",
-					res.CreatesPerSec, res.P50Ms, res.P99Ms, fmtPtr(res.ServerCPUMsPerReq, 4), res.Errors)
+				cfg.logf("  %.0f creates/s, p50 %.2f ms, p99 %.2f ms, server CPU %s ms/req (backend %s), %d errors",
+					res.CreatesPerSec, res.P50Ms, res.P99Ms, fmtPtr(res.ServerCPUMsPerReq, 4), fmtPtr(res.BackendCPUMsPerReq, 4), res.Errors)
 				if res.Errors > 0 {
 					rep.Notes = append(rep.Notes, fmt.Sprintf("%s, %d clients: %d errors, the first: %s", target.name, n, res.Errors, res.FirstError))
 				}
-				if target == echo {
-					pair.Echo = res
-				} else {
-					pair.Eventsd = res
+				target.set(&pair, res)
+			}
+			if pair.Eventsd != nil {
+				pair.RatioCreatesPerSec = ratio(pair.Eventsd.CreatesPerSec, pair.Echo.CreatesPerSec)
+				pair.RatioP50 = ratio(pair.Eventsd.P50Ms, pair.Echo.P50Ms)
+				pair.RatioP99 = ratio(pair.Eventsd.P99Ms, pair.Echo.P99Ms)
+				if a, b := pair.Eventsd.ServerCPUMsPerReq, pair.Echo.ServerCPUMsPerReq; a != nil && b != nil {
+					r := ratio(*a, *b)
+					pair.RatioServerCPU = &r
 				}
 			}
-			pair.RatioCreatesPerSec = ratio(pair.Eventsd.CreatesPerSec, pair.Echo.CreatesPerSec)
-			pair.RatioP50 = ratio(pair.Eventsd.P50Ms, pair.Echo.P50Ms)
-			pair.RatioP99 = ratio(pair.Eventsd.P99Ms, pair.Echo.P99Ms)
-			if a, b := pair.Eventsd.ServerCPUMsPerReq, pair.Echo.ServerCPUMsPerReq; a != nil && b != nil {
-				r := ratio(*a, *b)
-				pair.RatioServerCPU = &r
+			if e := pair.EventsdEtcd; e != nil {
+				pair.RatioEtcdCreatesPerSec = ratio(e.CreatesPerSec, pair.Echo.CreatesPerSec)
+				if pair.Eventsd != nil {
+					pair.RatioEtcdPebbleCreatesPerSec = ratio(e.CreatesPerSec, pair.Eventsd.CreatesPerSec)
+				}
+				if k := pair.KubeAPIServer; k != nil {
+					pair.RatioEtcdKubeAPIServerCreatesPerSec = ratio(e.CreatesPerSec, k.CreatesPerSec)
+				}
 			}
 			rep.Create = append(rep.Create, pair)
 		}
 	}
 	return nil
+}
+
+// exitedIf is c.exited() for a child that may be nil.
+func exitedIf(c *child) error {
+	if c == nil {
+		return nil
+	}
+	return c.exited()
 }
 
 // storagePhase fills a fresh eventsd step by step and measures at each.
@@ -472,6 +695,23 @@ func ratio(a, b float64) float64 {
 func goals(rep *runReport, cfg runConfig) []goalCheck {
 	var gs []goalCheck
 	for _, p := range rep.Create {
+		if e := p.EventsdEtcd; p.Clients == 64 && e != nil {
+			gs = append(gs, goalCheck{
+				Goal: fmt.Sprintf("creates/s at 64 clients, eventsd on etcd (%s wire)", p.Wire), Target: fmt.Sprintf(">= %d/s", etcdCreatesGoal),
+				Measured: fmt.Sprintf("%.0f/s, p99 %.1f ms, eventsd+etcd CPU %s ms/create (etcd %s)", e.CreatesPerSec, e.P99Ms,
+					fmtPtr(e.ServerCPUMsPerReq, 3), fmtPtr(e.BackendCPUMsPerReq, 3)),
+				Upstream: upstream["etcd_creates_per_s_64"], Pass: e.CreatesPerSec >= etcdCreatesGoal,
+			})
+			if k := p.KubeAPIServer; k != nil {
+				gs = append(gs, goalCheck{
+					Goal:     fmt.Sprintf("creates/s at 64 clients, eventsd on etcd / kube-apiserver on the same etcd, this run (%s wire)", p.Wire),
+					Target:   ">= 3.00",
+					Measured: fmt.Sprintf("%.2f (%.0f / %.0f per s)", p.RatioEtcdKubeAPIServerCreatesPerSec, e.CreatesPerSec, k.CreatesPerSec),
+					Upstream: fmt.Sprintf("kube-apiserver here: p99 %.1f ms, kube-apiserver+etcd CPU %s ms/create", k.P99Ms, fmtPtr(k.ServerCPUMsPerReq, 3)),
+					Pass:     p.RatioEtcdKubeAPIServerCreatesPerSec >= 3,
+				})
+			}
+		}
 		if p.Clients != 64 || p.Echo == nil || p.Eventsd == nil {
 			continue
 		}
@@ -506,6 +746,26 @@ func goals(rep *runReport, cfg runConfig) []goalCheck {
 				Goal: "eventsd RSS with 1M stored", Target: "<= 150 MiB",
 				Measured: fmt.Sprintf("%s settled, %s right after the fill, peak %s", mib(sp.RSSSettled), mib(sp.RSSAfterFill), mib(sp.PeakRSS)),
 				Pass:     sp.RSSSettled <= 150<<20 && sp.RSSAfterFill <= 150<<20, Note: note,
+			})
+		}
+	}
+	if es := rep.Etcd; es != nil {
+		note := ""
+		if es.Events < 1_000_000 {
+			note = fmt.Sprintf("measured with %d stored, not 1,000,000", es.Events)
+		}
+		if l := es.ListSettled; l != nil {
+			gs = append(gs, goalCheck{
+				Goal: "list one pod's events among 1M, eventsd on etcd", Target: fmt.Sprintf("<= %d ms", etcdListGoalMs),
+				Measured: fmt.Sprintf("p50 %.2f ms, p99 %.2f ms (%d items)", l.P50Ms, l.P99Ms, l.Items),
+				Upstream: upstream["list_one_object_50k_ms"] + " among 50k", Pass: l.P50Ms <= etcdListGoalMs, Note: note,
+			})
+		}
+		if es.RSSSettled > 0 {
+			gs = append(gs, goalCheck{
+				Goal: "replica memory per stored event (RSS over an empty-store replica's)", Target: fmt.Sprintf("<= %d B", etcdReplicaBytesGoal),
+				Measured: fmt.Sprintf("%.0f B (RSS %s vs %s; Go heap in use %.0f B/event)", es.RSSBytesPerEvent, mib(es.RSSSettled), mib(es.BaselineRSS), es.HeapBytesPerEvent),
+				Pass:     es.RSSBytesPerEvent <= etcdReplicaBytesGoal, Note: note,
 			})
 		}
 	}
