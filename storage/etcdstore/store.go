@@ -44,6 +44,8 @@ type Store struct {
 	closed atomic.Bool
 	wg     sync.WaitGroup
 
+	health healthState // Health's cached answer
+
 	hub      *hub
 	hubCtx   context.Context // the shared watch's; progress requests go to its stream
 	catchUps atomic.Int64    // catch-up watches opened
@@ -119,13 +121,13 @@ func Open(opts Options) (*Store, error) {
 		}
 		s.cli, s.ownClient = cli, true
 	}
-	s.kv = kubernetes.Client{Client: s.cli}
+	s.kv = boundedKV{s: s, kv: kubernetes.Client{Client: s.cli}}
 	s.leases = &leaseManager{
 		clock:      opts.Clock,
 		reuse:      opts.LeaseReuseDuration,
 		maxObjects: opts.LeaseMaxObjects,
 		grant: func(ctx context.Context, secs int64) (clientv3.LeaseID, error) {
-			r, err := s.cli.Grant(ctx, secs)
+			r, err := s.grant(ctx, secs)
 			if err != nil {
 				return clientv3.NoLease, err
 			}
@@ -140,14 +142,14 @@ func Open(opts Options) (*Store, error) {
 	resp, err := s.cli.Get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		s.closeClient()
-		return nil, fmt.Errorf("etcdstore: read %s: %w", s.root, mapErr(err))
+		return nil, fmt.Errorf("etcdstore: read %s: %w", s.root, mapErr(s.unavailable(s.ctx, err)))
 	}
 	s.observe(resp.Header.Revision)
 	s.lastCount.Store(resp.Count)
 	comp, err := s.cli.Get(ctx, compactRevKey)
 	if err != nil {
 		s.closeClient()
-		return nil, fmt.Errorf("etcdstore: read %s: %w", compactRevKey, mapErr(err))
+		return nil, fmt.Errorf("etcdstore: read %s: %w", compactRevKey, mapErr(s.unavailable(s.ctx, err)))
 	}
 	var compactVersion int64
 	if len(comp.Kvs) == 1 {
@@ -463,8 +465,10 @@ func (s *Store) Stats() storage.Stats {
 		Commits:         s.writes.Load(),
 		CommittedWrites: s.writes.Load(),
 	}
-	if !s.closed.Load() {
-		ctx, cancel := context.WithTimeout(s.ctx, DefaultRequestTimeout)
+	// While etcd is known to be unavailable (Health), the last figures
+	// stand: a metrics scrape does not wait for etcd's timeouts.
+	if !s.closed.Load() && s.healthy() {
+		ctx, cancel := context.WithTimeout(s.ctx, s.opts.RequestTimeout)
 		if n, err := s.kv.Count(ctx, s.root, kubernetes.CountOptions{}); err == nil {
 			s.lastCount.Store(n)
 		}

@@ -74,7 +74,7 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 		}
 		initial, start = res.Items, res.Revision
 	case start == 0:
-		resp, err := s.cli.Get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := s.get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("etcdstore: watch: %w", mapErr(err))
