@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"k8s.io/utils/clock"
 )
 
@@ -53,6 +55,10 @@ const (
 	// within 40 s and the client moves to another endpoint.
 	keepAliveTime    = 30 * time.Second
 	keepAliveTimeout = 10 * time.Second
+	// reconnectMaxDelay caps gRPC's backoff between attempts to
+	// reconnect to an endpoint (120 s by default): the store notices an
+	// etcd that returns within this long, however long it was away.
+	reconnectMaxDelay = 2 * time.Second
 )
 
 // Options configure Open. The zero value of each field means its default.
@@ -114,6 +120,13 @@ type Options struct {
 	// invalid values met and skipped or refused) and
 	// kubevents_etcd_lease_grants_total.
 	Registerer prometheus.Registerer
+}
+
+// reconnectParams are gRPC's connection backoff defaults but for
+// MaxDelay.
+var reconnectParams = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: reconnectMaxDelay},
+	MinConnectTimeout: 20 * time.Second,
 }
 
 func (o Options) withDefaults() Options {

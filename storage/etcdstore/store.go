@@ -20,6 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/kubernetes"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -110,11 +111,20 @@ func Open(opts Options) (*Store, error) {
 		if len(opts.Endpoints) == 0 {
 			return nil, errors.New("etcdstore: no endpoints")
 		}
+		// As kube-apiserver's client: every endpoint given (requests
+		// go round-robin to the connected ones, so losing one member
+		// moves them to the others), keepalives to notice a connection
+		// whose peer vanished, reconnection attempts at most
+		// reconnectMaxDelay apart, and no AutoSyncInterval: the member list
+		// etcd advertises may hold URLs this process cannot reach.
 		cli, err := clientv3.New(clientv3.Config{
-			Endpoints:   opts.Endpoints,
-			TLS:         opts.TLS,
-			DialTimeout: opts.DialTimeout,
-			Logger:      zap.NewNop(),
+			Endpoints:            opts.Endpoints,
+			TLS:                  opts.TLS,
+			DialTimeout:          opts.DialTimeout,
+			DialKeepAliveTime:    keepAliveTime,
+			DialKeepAliveTimeout: keepAliveTimeout,
+			DialOptions:          []grpc.DialOption{grpc.WithConnectParams(reconnectParams)},
+			Logger:               zap.NewNop(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("etcdstore: connect to %v: %w", opts.Endpoints, err)

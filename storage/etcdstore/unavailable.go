@@ -22,6 +22,11 @@ import (
 // most one request a second.
 const healthCacheInterval = time.Second
 
+// raftStoppedMessage is go.etcd.io/raft's ErrStopped, which a member
+// being stopped returns for the requests it was serving, as a gRPC
+// status of code Unknown.
+const raftStoppedMessage = "raft: stopped"
+
 // unavailableError is etcd being unreachable, without a leader or too
 // slow to answer within the request timeout: storage.ErrUnreachable,
 // naming the endpoints and the cause.
@@ -42,7 +47,8 @@ func (e *unavailableError) Unwrap() []error { return []error{storage.ErrUnreacha
 // isUnavailable reports whether err, from a request whose caller is
 // still waiting, means etcd cannot serve now: no connection (refused,
 // no endpoint ready), no leader or a leader change, etcd's own timeouts,
-// or the store's request timeout expiring.
+// a member stopping mid-request, or the store's request timeout
+// expiring.
 func isUnavailable(err error) bool {
 	var ee rpctypes.EtcdError
 	if errors.As(err, &ee) {
@@ -50,8 +56,13 @@ func isUnavailable(err error) bool {
 		// the ErrTimeout family all carry these codes.
 		return ee.Code() == codes.Unavailable || ee.Code() == codes.DeadlineExceeded
 	}
-	if st, ok := status.FromError(err); ok && (st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded) {
-		return true
+	if st, ok := status.FromError(err); ok {
+		switch st.Code() {
+		case codes.Unavailable, codes.DeadlineExceeded:
+			return true
+		case codes.Unknown:
+			return st.Message() == raftStoppedMessage
+		}
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, clientv3.ErrNoAvailableEndpoints)
