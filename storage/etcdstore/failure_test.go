@@ -97,6 +97,13 @@ func checkAllFail(t *testing.T, s *etcdstore.Store, clk *clocktesting.FakeClock,
 	clk.Step(2 * time.Second) // past Health's cache
 	start = time.Now()
 	wantUnreachable(t, "Health", start, s.Health(), endpoints)
+	// Once Health has seen etcd unavailable, Stats (metrics scrapes)
+	// keeps its last figures rather than waiting for etcd's timeouts.
+	start = time.Now()
+	s.Stats()
+	if took := time.Since(start); took > failRequestTimeout/2 {
+		t.Fatalf("Stats took %v while etcd is known to be down", took)
+	}
 }
 
 // waitRecovered waits until Health and a Create succeed again, stepping
@@ -172,6 +179,11 @@ func TestEtcdDownAndBack(t *testing.T) {
 	defer w.Stop()
 
 	closed := etcdtest.Kill(e)
+	// Within its cache interval on the store's clock, Health answers from
+	// its last check, without asking etcd.
+	if err := s.Health(); err != nil {
+		t.Fatalf("health within the cache interval: %v, want the cached nil", err)
+	}
 	checkAllFail(t, s, clk, []string{endpoint})
 
 	<-closed

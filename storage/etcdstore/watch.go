@@ -235,7 +235,7 @@ func (r *watchRun) catchUp() bool {
 				return false
 			}
 			if err := resp.Err(); err != nil {
-				r.send(storage.Event{Err: fmt.Errorf("etcdstore: watch: %w", err)})
+				r.send(storage.Event{Err: fmt.Errorf("etcdstore: watch: %w", r.s.unavailable(r.ctx, err))})
 				return false
 			}
 			if resp.IsProgressNotify() {
