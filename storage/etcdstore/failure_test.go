@@ -94,6 +94,15 @@ func checkAllFail(t *testing.T, s *etcdstore.Store, clk *clocktesting.FakeClock,
 	start = time.Now()
 	_, err = s.Watch(ctx, storage.WatchOptions{})
 	wantUnreachable(t, "Watch", start, err, endpoints)
+	// A caller whose own deadline comes first (the server's request
+	// timeout, a client's timeout parameter) gets its context's error:
+	// the server answers that with its own 504.
+	short, cancelShort := context.WithTimeout(ctx, failRequestTimeout/5)
+	_, err = s.Get(short, "default", "x")
+	cancelShort()
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, storage.ErrUnreachable) {
+		t.Fatalf("Get with a caller's deadline shorter than the request timeout: %v, want the caller's context.DeadlineExceeded", err)
+	}
 	clk.Step(2 * time.Second) // past Health's cache
 	start = time.Now()
 	wantUnreachable(t, "Health", start, s.Health(), endpoints)

@@ -48,6 +48,13 @@ func (w *watcher) Stop() { w.cancel() }
 // matched), into it ADDED. Progress bookmarks come from etcd's progress
 // notifications, requested when ProgressInterval passed without an event.
 // A compacted start revision gives an event carrying ErrCompacted.
+//
+// While etcd is unavailable, a watch that needs to read it to start (from
+// the current revision, or with initial events) fails with
+// storage.ErrUnreachable; open watches keep waiting, as kube-apiserver's
+// do through the etcd client's reconnects, and once etcd returns they go
+// on from where they were, catching up from etcd's history (ErrCompacted
+// if it was compacted meanwhile).
 func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.Watcher, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
