@@ -464,7 +464,8 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, pre storage.
 func (s *Store) Revision() int64 { return s.rev.Load() }
 
 // Stats implements storage.Interface. Events is counted in etcd (the
-// last count when etcd does not answer in time); Expired is the DELETEs
+// last count when etcd does not answer in time, or when Health last found
+// it unavailable); Expired is the DELETEs
 // under the prefix this store did not make itself (lease expiry, or other
 // clients' deletes); Commits and CommittedWrites are this store's
 // successful write transactions.
