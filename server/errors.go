@@ -44,6 +44,8 @@ func statusError(err error, rr resourceRequest, name string) *apierrors.StatusEr
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 	case errors.Is(err, storage.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down")
+	case errors.Is(err, storage.ErrUnreachable):
+		return storageUnavailable(err)
 	case errors.Is(err, storage.ErrUnavailable):
 		return insufficientStorage(err)
 	}
@@ -65,6 +67,35 @@ func insufficientStorage(err error) *apierrors.StatusError {
 		Reason:  metav1.StatusReasonInternalError,
 		Message: fmt.Sprintf("the event store cannot write: %v", err),
 		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Message: err.Error()}}},
+	}}
+}
+
+// storageUnavailableRetryAfterSeconds is the retry hint of
+// storageUnavailable: kube-apiserver's for unreachable storage
+// (k8s.io/apiserver's storage errors give NewServerTimeout(..., 2)).
+const storageUnavailableRetryAfterSeconds = 2
+
+// storageUnavailable is the answer to a request the store could not
+// serve because its backend (etcd) is unreachable, has no quorum or did
+// not answer within the store's request timeout: 503 Service Unavailable
+// with Retry-After, whose message says the storage is unavailable and
+// why (the store's error names etcd's endpoints). client-go retries
+// requests that get a 5xx with Retry-After by itself.
+//
+// kube-apiserver itself, with etcd down, mostly holds the request until
+// its own request timeout and then answers 504 Timeout without a retry
+// hint; a prompt 503 that says why is what its filters answer for a
+// server that cannot serve now.
+func storageUnavailable(err error) *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusServiceUnavailable,
+		Reason:  metav1.StatusReasonServiceUnavailable,
+		Message: fmt.Sprintf("the event storage is unavailable, please try again later: %v", err),
+		Details: &metav1.StatusDetails{
+			Causes:            []metav1.StatusCause{{Message: err.Error()}},
+			RetryAfterSeconds: storageUnavailableRetryAfterSeconds,
+		},
 	}}
 }
 

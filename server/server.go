@@ -102,8 +102,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 			return
 		}
-		// A store that cannot take writes (a full disk) makes the server
-		// unready; reads are still served.
+		// A store that cannot take writes (a full disk; reads are still
+		// served) or whose etcd is unreachable makes the server unready
+		// until it recovers.
 		if hr, ok := s.cfg.Store.(storage.HealthReporter); ok {
 			if err := hr.Health(); err != nil {
 				http.Error(w, "storage: "+err.Error(), http.StatusServiceUnavailable)

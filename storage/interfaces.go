@@ -70,21 +70,42 @@ var (
 	ErrFutureRevision = errors.New("revision not yet reached")
 	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store closed")
-	// ErrUnavailable: the store cannot make writes durable now, for
-	// instance because its disk is full. Write methods fail with it,
-	// wrapped with the cause (for a full disk, errors.Is(err,
-	// syscall.ENOSPC) holds and the message names the store and says "no
-	// space left on device"); nothing of the failed write is applied.
-	// Reads and watches keep working. Writes resume by themselves once
-	// the cause is gone, unless the message says the store must be
-	// restarted.
+	// ErrUnavailable: the store cannot serve some requests now, and
+	// recovers by itself once the cause is gone (unless the message says
+	// the store must be restarted). Two kinds wrap it:
+	//   - A store that cannot make writes durable, for instance because
+	//     its disk is full (pebblestore): write methods fail with it,
+	//     wrapped with the cause (for a full disk, errors.Is(err,
+	//     syscall.ENOSPC) holds and the message names the store and says
+	//     "no space left on device"); nothing of the failed write is
+	//     applied; reads and watches keep working.
+	//   - ErrUnreachable: a store whose backend cannot be reached.
 	ErrUnavailable = errors.New("store unavailable for writes")
+	// ErrUnreachable: the store's backend (etcd) cannot be reached, has
+	// no quorum, or did not answer within the store's request timeout.
+	// Reads, writes and new watches fail with it, wrapped with the cause
+	// in a message naming the backend; errors.Is(err, ErrUnavailable)
+	// holds too. A write that failed with it may or may not have been
+	// applied (the answer may have been lost on the way back), as with any
+	// storage timeout.
+	ErrUnreachable error = unreachable{}
 )
 
+// unreachable is ErrUnreachable's type: a kind of ErrUnavailable.
+type unreachable struct{}
+
+// Error implements error.
+func (unreachable) Error() string { return "storage unreachable" }
+
+// Unwrap makes errors.Is(ErrUnreachable, ErrUnavailable) true.
+func (unreachable) Unwrap() error { return ErrUnavailable }
+
 // HealthReporter is implemented by stores that can tell whether they can
-// take writes. Health returns nil when they can, and otherwise an error
-// wrapping ErrUnavailable that says why; it is cheap enough for every
-// readiness probe.
+// serve. Health returns nil when they can, and otherwise an error
+// wrapping ErrUnavailable that says why: a store that cannot take writes
+// (a full disk), or one whose backend is unreachable (ErrUnreachable).
+// It is cheap enough for every readiness probe: a store that must ask a
+// backend caches the answer briefly.
 type HealthReporter interface {
 	Health() error
 }

@@ -54,6 +54,8 @@ type options struct {
 	etcdCertFile       string
 	etcdKeyFile        string
 	etcdCompaction     time.Duration
+	etcdRequestTimeout time.Duration
+	etcdReadycheck     time.Duration
 	leaseReuseDuration int64
 }
 
@@ -111,6 +113,8 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.etcdCertFile, "etcd-certfile", "", "SSL certification file used to secure etcd communication.")
 	f.StringVar(&o.etcdKeyFile, "etcd-keyfile", "", "SSL key file used to secure etcd communication.")
 	f.DurationVar(&o.etcdCompaction, "etcd-compaction-interval", etcdstore.DefaultCompactionInterval, "The interval of compaction requests to etcd; 0 disables compaction by eventsd.")
+	f.DurationVar(&o.etcdRequestTimeout, "etcd-request-timeout", etcdstore.DefaultRequestTimeout, "How long one etcd request may take: while etcd is unreachable or without quorum, requests get 503 with Retry-After after at most this long. Keep it below --request-timeout.")
+	f.DurationVar(&o.etcdReadycheck, "etcd-readycheck-timeout", etcdstore.DefaultReadycheckTimeout, "The timeout of /readyz's check of etcd, as kube-apiserver's flag.")
 	f.Int64Var(&o.leaseReuseDuration, "lease-reuse-duration-seconds", int64(etcdstore.DefaultLeaseReuseDuration/time.Second), "The time in seconds that each etcd lease is reused (capped at 5% of the TTL). A lower value avoids a large number of objects reusing one lease; it must not be too small, or etcd's lease count grows.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind --token-auth-file when set).")
 	return cmd
@@ -226,6 +230,9 @@ func openStore(o options, log *slog.Logger, reg prometheus.Registerer) (storage.
 		if len(o.etcdServers) == 0 {
 			return nil, errors.New("--storage-backend=etcd needs --etcd-servers")
 		}
+		if o.etcdRequestTimeout <= 0 || o.etcdReadycheck <= 0 {
+			return nil, errors.New("--etcd-request-timeout and --etcd-readycheck-timeout must be positive")
+		}
 		if o.leaseReuseDuration <= 0 {
 			return nil, fmt.Errorf("--lease-reuse-duration-seconds must be positive, not %d", o.leaseReuseDuration)
 		}
@@ -235,6 +242,8 @@ func openStore(o options, log *slog.Logger, reg prometheus.Registerer) (storage.
 			DefaultTTL:         o.eventTTL,
 			LeaseReuseDuration: time.Duration(o.leaseReuseDuration) * time.Second,
 			CompactionInterval: o.etcdCompaction,
+			RequestTimeout:     o.etcdRequestTimeout,
+			ReadycheckTimeout:  o.etcdReadycheck,
 			Logger:             log,
 			Registerer:         reg,
 		}

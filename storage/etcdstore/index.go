@@ -44,9 +44,7 @@ func (s *Store) buildIndex(ctx context.Context, rev int64) (*index.Memory, error
 	m := index.NewMemory(index.All())
 	start := s.root
 	for {
-		rctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
-		resp, err := s.kv.List(rctx, s.root, kubernetes.ListOptions{Revision: rev, Limit: indexBuildBatch, Continue: start})
-		cancel()
+		resp, err := s.kv.List(ctx, s.root, kubernetes.ListOptions{Revision: rev, Limit: indexBuildBatch, Continue: start})
 		if err != nil {
 			return nil, fmt.Errorf("etcdstore: build the index: %w", mapErr(err))
 		}
@@ -121,7 +119,7 @@ func (s *Store) countListKeys(path string, n int) {
 
 // currentRevision reads etcd's current revision with a get of one key.
 func (s *Store) currentRevision(ctx context.Context) (int64, error) {
-	resp, err := s.cli.Get(ctx, s.root)
+	resp, err := s.get(ctx, s.root)
 	if err != nil {
 		return 0, fmt.Errorf("etcdstore: list: %w", mapErr(err))
 	}
@@ -131,8 +129,10 @@ func (s *Store) currentRevision(ctx context.Context) (int64, error) {
 
 // waitIndex waits for the store's index to reach rev and returns it,
 // moving to a new index when the one it waited on is replaced.
-func (s *Store) waitIndex(ctx context.Context, rev int64) (*index.Memory, error) {
-	ctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
+// The shared watch feeds the index: if it has not delivered rev within
+// the request timeout, etcd is taken to be unavailable.
+func (s *Store) waitIndex(parent context.Context, rev int64) (*index.Memory, error) {
+	ctx, cancel := context.WithTimeout(parent, s.opts.RequestTimeout)
 	defer cancel()
 	progressing := false
 	for {
@@ -153,7 +153,7 @@ func (s *Store) waitIndex(ctx context.Context, rev int64) (*index.Memory, error)
 			return h.m, nil
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("etcdstore: list: the index did not reach revision %d: %w", rev, err)
+			return nil, fmt.Errorf("etcdstore: list: the index did not reach revision %d: %w", rev, s.unavailable(parent, err))
 		}
 	}
 }
@@ -243,7 +243,7 @@ func (s *Store) indexedList(ctx context.Context, opts storage.ListOptions, plan 
 		if len(keys) == 0 && pinned {
 			// Nothing to fetch: check that etcd still serves the
 			// revision asked for, as a range read at it would.
-			if _, err := s.cli.Get(ctx, s.root, clientv3.WithRev(at)); err != nil {
+			if _, err := s.get(ctx, s.root, clientv3.WithRev(at)); err != nil {
 				return nil, fmt.Errorf("etcdstore: list at %d: %w", at, mapErr(err))
 			}
 		}
@@ -286,7 +286,7 @@ func (s *Store) fetch(ctx context.Context, keys []string, rev int64) ([]*corev1.
 		for i, k := range chunk {
 			ops[i] = clientv3.OpGet(s.root+k, clientv3.WithRev(rev))
 		}
-		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+		resp, err := s.txn(ctx, ops...)
 		if err != nil {
 			return nil, fmt.Errorf("etcdstore: list: fetch %d keys at %d: %w", len(chunk), rev, mapErr(err))
 		}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"k8s.io/utils/clock"
 )
 
@@ -36,10 +38,27 @@ const (
 	// decoded in memory for watchers; watchers further behind read etcd
 	// with a watch of their own.
 	DefaultRingSize = 4096
-	// DefaultRequestTimeout bounds the requests the store makes on its
-	// own (compaction, Stats, the shared watch's restarts), which have no caller's
-	// context.
+	// DefaultRequestTimeout bounds each etcd request (a get, one page of
+	// a list, a transaction, a lease grant): while etcd is unreachable
+	// or without quorum a request fails with storage.ErrUnreachable
+	// after at most this long, well within the server's own 60 s request
+	// timeout, so that clients get the answer that says why. It also
+	// bounds the requests the store makes on its own (compaction, Stats,
+	// the shared watch's restarts).
 	DefaultRequestTimeout = 10 * time.Second
+	// DefaultReadycheckTimeout bounds Health's request to etcd; it is
+	// kube-apiserver's --etcd-readycheck-timeout default.
+	DefaultReadycheckTimeout = 2 * time.Second
+	// keepAliveTime and keepAliveTimeout are kube-apiserver's gRPC
+	// keepalive settings for its etcd client: a connection whose peer
+	// vanished without closing it (a host gone, a partition) is noticed
+	// within 40 s and the client moves to another endpoint.
+	keepAliveTime    = 30 * time.Second
+	keepAliveTimeout = 10 * time.Second
+	// reconnectMaxDelay caps gRPC's backoff between attempts to
+	// reconnect to an endpoint (120 s by default): the store notices an
+	// etcd that returns within this long, however long it was away.
+	reconnectMaxDelay = 2 * time.Second
 )
 
 // Options configure Open. The zero value of each field means its default.
@@ -51,6 +70,14 @@ type Options struct {
 	TLS *tls.Config
 	// DialTimeout bounds the first connection (DefaultDialTimeout).
 	DialTimeout time.Duration
+	// RequestTimeout bounds each etcd request (DefaultRequestTimeout).
+	// A caller's shorter deadline still applies and, when it expires
+	// first, its context's error is returned rather than
+	// storage.ErrUnreachable.
+	RequestTimeout time.Duration
+	// ReadycheckTimeout bounds the etcd request of Health
+	// (DefaultReadycheckTimeout).
+	ReadycheckTimeout time.Duration
 	// Client, when set, is used instead of dialling Endpoints; the store
 	// does not close it.
 	Client *clientv3.Client
@@ -95,9 +122,22 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
+// reconnectParams are gRPC's connection backoff defaults but for
+// MaxDelay.
+var reconnectParams = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: reconnectMaxDelay},
+	MinConnectTimeout: 20 * time.Second,
+}
+
 func (o Options) withDefaults() Options {
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.ReadycheckTimeout <= 0 {
+		o.ReadycheckTimeout = DefaultReadycheckTimeout
 	}
 	o.Prefix = strings.TrimRight(o.Prefix, "/")
 	if o.Prefix == "" {

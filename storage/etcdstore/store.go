@@ -20,6 +20,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/kubernetes"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -43,6 +44,8 @@ type Store struct {
 	cancel context.CancelFunc
 	closed atomic.Bool
 	wg     sync.WaitGroup
+
+	health healthState // Health's cached answer
 
 	hub      *hub
 	hubCtx   context.Context // the shared watch's; progress requests go to its stream
@@ -108,24 +111,33 @@ func Open(opts Options) (*Store, error) {
 		if len(opts.Endpoints) == 0 {
 			return nil, errors.New("etcdstore: no endpoints")
 		}
+		// As kube-apiserver's client: every endpoint given (requests
+		// go round-robin to the connected ones, so losing one member
+		// moves them to the others), keepalives to notice a connection
+		// whose peer vanished, reconnection attempts at most
+		// reconnectMaxDelay apart, and no AutoSyncInterval: the member list
+		// etcd advertises may hold URLs this process cannot reach.
 		cli, err := clientv3.New(clientv3.Config{
-			Endpoints:   opts.Endpoints,
-			TLS:         opts.TLS,
-			DialTimeout: opts.DialTimeout,
-			Logger:      zap.NewNop(),
+			Endpoints:            opts.Endpoints,
+			TLS:                  opts.TLS,
+			DialTimeout:          opts.DialTimeout,
+			DialKeepAliveTime:    keepAliveTime,
+			DialKeepAliveTimeout: keepAliveTimeout,
+			DialOptions:          []grpc.DialOption{grpc.WithConnectParams(reconnectParams)},
+			Logger:               zap.NewNop(),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("etcdstore: connect to %v: %w", opts.Endpoints, err)
 		}
 		s.cli, s.ownClient = cli, true
 	}
-	s.kv = kubernetes.Client{Client: s.cli}
+	s.kv = boundedKV{s: s, kv: kubernetes.Client{Client: s.cli}}
 	s.leases = &leaseManager{
 		clock:      opts.Clock,
 		reuse:      opts.LeaseReuseDuration,
 		maxObjects: opts.LeaseMaxObjects,
 		grant: func(ctx context.Context, secs int64) (clientv3.LeaseID, error) {
-			r, err := s.cli.Grant(ctx, secs)
+			r, err := s.grant(ctx, secs)
 			if err != nil {
 				return clientv3.NoLease, err
 			}
@@ -140,14 +152,14 @@ func Open(opts Options) (*Store, error) {
 	resp, err := s.cli.Get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		s.closeClient()
-		return nil, fmt.Errorf("etcdstore: read %s: %w", s.root, mapErr(err))
+		return nil, fmt.Errorf("etcdstore: read %s: %w", s.root, mapErr(s.unavailable(s.ctx, err)))
 	}
 	s.observe(resp.Header.Revision)
 	s.lastCount.Store(resp.Count)
 	comp, err := s.cli.Get(ctx, compactRevKey)
 	if err != nil {
 		s.closeClient()
-		return nil, fmt.Errorf("etcdstore: read %s: %w", compactRevKey, mapErr(err))
+		return nil, fmt.Errorf("etcdstore: read %s: %w", compactRevKey, mapErr(s.unavailable(s.ctx, err)))
 	}
 	var compactVersion int64
 	if len(comp.Kvs) == 1 {
@@ -454,7 +466,8 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, pre storage.
 func (s *Store) Revision() int64 { return s.rev.Load() }
 
 // Stats implements storage.Interface. Events is counted in etcd (the
-// last count when etcd does not answer in time); Expired is the DELETEs
+// last count when etcd does not answer in time, or when Health last found
+// it unavailable); Expired is the DELETEs
 // under the prefix this store did not make itself (lease expiry, or other
 // clients' deletes); Commits and CommittedWrites are this store's
 // successful write transactions.
@@ -465,8 +478,10 @@ func (s *Store) Stats() storage.Stats {
 		Commits:         s.writes.Load(),
 		CommittedWrites: s.writes.Load(),
 	}
-	if !s.closed.Load() {
-		ctx, cancel := context.WithTimeout(s.ctx, DefaultRequestTimeout)
+	// While etcd is known to be unavailable (Health), the last figures
+	// stand: a metrics scrape does not wait for etcd's timeouts.
+	if !s.closed.Load() && s.healthy() {
+		ctx, cancel := context.WithTimeout(s.ctx, s.opts.RequestTimeout)
 		if n, err := s.kv.Count(ctx, s.root, kubernetes.CountOptions{}); err == nil {
 			s.lastCount.Store(n)
 		}

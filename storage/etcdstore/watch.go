@@ -48,6 +48,13 @@ func (w *watcher) Stop() { w.cancel() }
 // matched), into it ADDED. Progress bookmarks come from etcd's progress
 // notifications, requested when ProgressInterval passed without an event.
 // A compacted start revision gives an event carrying ErrCompacted.
+//
+// While etcd is unavailable, a watch that needs to read it to start (from
+// the current revision, or with initial events) fails with
+// storage.ErrUnreachable; open watches keep waiting, as kube-apiserver's
+// do through the etcd client's reconnects, and once etcd returns they go
+// on from where they were, catching up from etcd's history (ErrCompacted
+// if it was compacted meanwhile).
 func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.Watcher, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
@@ -79,7 +86,7 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 		}
 		initial, start = res.Items, res.Revision
 	case start == 0:
-		resp, err := s.cli.Get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		resp, err := s.get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("etcdstore: watch: %w", mapErr(err))
@@ -277,7 +284,7 @@ func (r *watchRun) catchUp() bool {
 				return false
 			}
 			if err := resp.Err(); err != nil {
-				r.send(storage.Event{Err: fmt.Errorf("etcdstore: watch: %w", err)})
+				r.send(storage.Event{Err: fmt.Errorf("etcdstore: watch: %w", r.s.unavailable(r.ctx, err))})
 				return false
 			}
 			if resp.IsProgressNotify() {
