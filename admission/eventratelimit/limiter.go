@@ -1,0 +1,231 @@
+package eventratelimit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
+)
+
+// Source is who reports an event: for events.k8s.io/v1 writes the
+// reportingController and reportingInstance, for core/v1 writes
+// source.component and source.host.
+type Source struct {
+	Controller, Instance string
+}
+
+// Object is the object an event is about (regarding, involvedObject).
+type Object struct {
+	Kind, Namespace, Name, UID, APIVersion string
+}
+
+// Request is one write to admit or refuse.
+type Request struct {
+	// Namespace is the namespace written to.
+	Namespace string
+	// User is the name of the user writing.
+	User string
+	// Source and Object key the SourceAndObject buckets.
+	Source Source
+	Object Object
+	// Novel, when set, reports whether the event is the first for its
+	// (object, reason), that is whether no event for them is stored yet.
+	// It is called only when SourceAndObject buckets alone refuse, outside
+	// the limiter's lock; true admits the write (the novelty rule), and an
+	// error counts as false.
+	Novel func(context.Context) (bool, error)
+}
+
+// Refusal names a bucket that had no token for a write.
+type Refusal struct {
+	// Type is the limit whose bucket refused.
+	Type LimitType
+	// Key names the bucket, readably: the namespace, the user, or the
+	// source and object; empty for Server.
+	Key string
+}
+
+// Decision is the outcome of Admit.
+type Decision struct {
+	// Allowed is true when the write may proceed; its tokens are taken.
+	Allowed bool
+	// Novel is true when the write was allowed by the novelty rule despite
+	// SourceAndObject refusals, which Refusals then lists.
+	Novel bool
+	// Refusals are the buckets that had no token, in limit-type order.
+	Refusals []Refusal
+	// RetryAfter, for a refused write, is how long until every bucket that
+	// refused has a token again.
+	RetryAfter time.Duration
+}
+
+// Message says why a write was refused, in upstream's words for each
+// bucket ("limit reached on type Namespace for key default").
+func (d Decision) Message() string {
+	parts := make([]string, len(d.Refusals))
+	for i, r := range d.Refusals {
+		parts[i] = fmt.Sprintf("limit reached on type %s for key %s", r.Type, r.Key)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// RetryAfterSeconds is RetryAfter in whole seconds, rounded up and at least
+// 1, as a Retry-After header carries it.
+func (d Decision) RetryAfterSeconds() int32 {
+	s := int32(math.Ceil(d.RetryAfter.Seconds()))
+	return max(s, 1)
+}
+
+// Options configure a Limiter.
+type Options struct {
+	// Clock times the buckets; the real clock when nil.
+	Clock clock.PassiveClock
+}
+
+// Limiter admits or refuses event writes by the limits of a
+// Configuration. It is safe for concurrent use.
+type Limiter struct {
+	clock    clock.PassiveClock
+	mu       sync.Mutex // guards the buckets' state across a decision
+	limiters []*limiter
+}
+
+// limiter is one configured limit and its buckets.
+type limiter struct {
+	typ        LimitType
+	qps        rate.Limit
+	burst      int
+	server     *rate.Limiter // for Server
+	cache      *lru.Cache    // bucket key -> *rate.Limiter, for the others
+	isSAO      bool
+	keyOf      func(*Request) string
+	describeOf func(*Request) string
+}
+
+// New builds a Limiter for c, which it validates.
+func New(c *Configuration, o Options) (*Limiter, error) {
+	if errs := c.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid %s configuration: %w", PluginName, errs.ToAggregate())
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	l := &Limiter{clock: o.Clock}
+	for _, lc := range c.Limits {
+		x := &limiter{typ: lc.Type, qps: rate.Limit(lc.QPS), burst: int(lc.Burst)}
+		switch lc.Type {
+		case ServerLimitType:
+			x.server = rate.NewLimiter(x.qps, x.burst)
+			x.keyOf = func(*Request) string { return "" }
+			x.describeOf = x.keyOf
+		case NamespaceLimitType:
+			x.keyOf = func(r *Request) string { return r.Namespace }
+			x.describeOf = x.keyOf
+		case UserLimitType:
+			x.keyOf = func(r *Request) string { return r.User }
+			x.describeOf = x.keyOf
+		case SourceAndObjectLimitType:
+			x.isSAO = true
+			x.keyOf = sourceAndObjectKey
+			x.describeOf = describeSourceAndObject
+		}
+		if x.server == nil {
+			size := int(lc.CacheSize)
+			if size == 0 {
+				size = DefaultCacheSize
+			}
+			x.cache = lru.New(size)
+		}
+		l.limiters = append(l.limiters, x)
+	}
+	return l, nil
+}
+
+// keySeparator separates the parts of a SourceAndObject key; it cannot
+// occur in the names it separates.
+const keySeparator = "\x00"
+
+func sourceAndObjectKey(r *Request) string {
+	o := r.Object
+	return strings.Join([]string{r.Source.Controller, r.Source.Instance, o.Kind, o.Namespace, o.Name, o.UID, o.APIVersion}, keySeparator)
+}
+
+func describeSourceAndObject(r *Request) string {
+	o := r.Object
+	s := fmt.Sprintf("%s/%s %s %s/%s", r.Source.Controller, r.Source.Instance, o.Kind, o.Namespace, o.Name)
+	if o.UID != "" {
+		s += " (" + o.UID + ")"
+	}
+	return s
+}
+
+// bucket returns the bucket for key, a full one if it had none.
+func (x *limiter) bucket(key string) *rate.Limiter {
+	if x.server != nil {
+		return x.server
+	}
+	if b, ok := x.cache.Get(key); ok {
+		return b.(*rate.Limiter)
+	}
+	b := rate.NewLimiter(x.qps, x.burst)
+	x.cache.Add(key, b)
+	return b
+}
+
+// Admit decides whether r may be written, taking a token from each of its
+// buckets if so and from none if not.
+func (l *Limiter) Admit(ctx context.Context, r *Request) Decision {
+	now := l.clock.Now()
+	res := make([]*rate.Reservation, len(l.limiters))
+	refused := make([]bool, len(l.limiters))
+	var d Decision
+	onlySAO := true
+	l.mu.Lock()
+	for i, x := range l.limiters {
+		res[i] = x.bucket(x.keyOf(r)).ReserveN(now, 1)
+		if wait := res[i].DelayFrom(now); wait > 0 {
+			refused[i] = true
+			d.Refusals = append(d.Refusals, Refusal{Type: x.typ, Key: x.describeOf(r)})
+			d.RetryAfter = max(d.RetryAfter, wait)
+			onlySAO = onlySAO && x.isSAO
+		}
+	}
+	if len(d.Refusals) == 0 {
+		l.mu.Unlock()
+		d.Allowed = true
+		return d
+	}
+	// A refusing bucket keeps its tokens. The others' tokens stay taken
+	// while novelty is asked, so that concurrent writes cannot spend them.
+	l.cancel(res, now, refused, true)
+	if onlySAO && r.Novel != nil {
+		l.mu.Unlock()
+		novel, err := r.Novel(ctx)
+		if err == nil && novel {
+			d.Allowed, d.Novel, d.RetryAfter = true, true, 0
+			return d
+		}
+		l.mu.Lock()
+	}
+	// Given back as of now: x/time/rate then restores a token fully unless
+	// later writes took tokens meanwhile.
+	l.cancel(res, now, refused, false)
+	l.mu.Unlock()
+	return d
+}
+
+// cancel gives back the tokens of the reservations that refused (or, with
+// which false, of those that did not).
+func (l *Limiter) cancel(res []*rate.Reservation, now time.Time, refused []bool, which bool) {
+	for i := range res {
+		if refused[i] == which {
+			res[i].CancelAt(now)
+		}
+	}
+}
