@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubevents/kubevents/admission/eventratelimit"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage/pebblestore"
 	corev1 "k8s.io/api/core/v1"
@@ -41,13 +42,35 @@ func protobufEvent(b *testing.B, name string) []byte {
 // BenchmarkServerCreate measures the whole create path in process: HTTP,
 // protobuf decode, validation, a synced group commit, encoding the answer.
 func BenchmarkServerCreate(b *testing.B) {
+	benchmarkServerCreate(b, server.Config{})
+}
+
+// BenchmarkServerCreateRateLimited is BenchmarkServerCreate with event
+// rate limits of every type, generous enough that nothing is refused: the
+// cost of the limiter on the create path.
+func BenchmarkServerCreateRateLimited(b *testing.B) {
+	const generous = 1 << 30
+	var limits []eventratelimit.Limit
+	for _, t := range []eventratelimit.LimitType{eventratelimit.ServerLimitType, eventratelimit.NamespaceLimitType,
+		eventratelimit.UserLimitType, eventratelimit.SourceAndObjectLimitType} {
+		limits = append(limits, eventratelimit.Limit{Type: t, QPS: generous, Burst: generous})
+	}
+	l, err := eventratelimit.New(&eventratelimit.Configuration{Limits: limits}, eventratelimit.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchmarkServerCreate(b, server.Config{EventRateLimit: l})
+}
+
+func benchmarkServerCreate(b *testing.B, cfg server.Config) {
 	log := slog.New(slog.DiscardHandler)
 	store, err := pebblestore.Open(pebblestore.Options{Dir: b.TempDir(), Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	srv, err := server.New(server.Config{Store: store, Logger: log})
+	cfg.Store, cfg.Logger = store, log
+	srv, err := server.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -147,6 +147,11 @@ func New(c *Configuration, o Options) (*Limiter, error) {
 	return l, nil
 }
 
+// typicalLimits is how many limits a configuration usually has (one of
+// each type): up to that many, a decision does not allocate its list of
+// buckets.
+const typicalLimits = 4
+
 // keySeparator separates the parts of a SourceAndObject key; it cannot
 // occur in the names it separates.
 const keySeparator = "\x00"
@@ -181,51 +186,74 @@ func (x *limiter) bucket(key string) *rate.Limiter {
 // Admit decides whether r may be written, taking a token from each of its
 // buckets if so and from none if not.
 func (l *Limiter) Admit(ctx context.Context, r *Request) Decision {
+	var small [typicalLimits]*rate.Limiter
+	buckets := small[:0]
 	now := l.clock.Now()
-	res := make([]*rate.Reservation, len(l.limiters))
-	refused := make([]bool, len(l.limiters))
-	var d Decision
-	onlySAO := true
 	l.mu.Lock()
-	for i, x := range l.limiters {
-		res[i] = x.bucket(x.keyOf(r)).ReserveN(now, 1)
-		if wait := res[i].DelayFrom(now); wait > 0 {
-			refused[i] = true
-			d.Refusals = append(d.Refusals, Refusal{Type: x.typ, Key: x.describeOf(r)})
-			d.RetryAfter = max(d.RetryAfter, wait)
-			onlySAO = onlySAO && x.isSAO
-		}
+	for _, x := range l.limiters {
+		buckets = append(buckets, x.bucket(x.keyOf(r)))
 	}
+	d := l.check(r, buckets, now, false)
 	if len(d.Refusals) == 0 {
+		l.take(buckets, now)
 		l.mu.Unlock()
 		d.Allowed = true
-		return d
+		return d.Decision
 	}
-	// A refusing bucket keeps its tokens. The others' tokens stay taken
-	// while novelty is asked, so that concurrent writes cannot spend them.
-	l.cancel(res, now, refused, true)
-	if onlySAO && r.Novel != nil {
-		l.mu.Unlock()
-		novel, err := r.Novel(ctx)
-		if err == nil && novel {
-			d.Allowed, d.Novel, d.RetryAfter = true, true, 0
-			return d
-		}
-		l.mu.Lock()
-	}
-	// Given back as of now: x/time/rate then restores a token fully unless
-	// later writes took tokens meanwhile.
-	l.cancel(res, now, refused, false)
 	l.mu.Unlock()
+	if !d.onlySourceAndObject || r.Novel == nil {
+		return d.Decision
+	}
+	if novel, err := r.Novel(ctx); err != nil || !novel {
+		return d.Decision
+	}
+	// Novel: admitted if the other buckets still have tokens (the lock was
+	// released while novelty was asked).
+	now = l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if other := l.check(r, buckets, now, true); len(other.Refusals) > 0 {
+		return other.Decision
+	}
+	for i, x := range l.limiters {
+		if !x.isSAO {
+			buckets[i].AllowN(now, 1)
+		}
+	}
+	d.Allowed, d.Novel, d.RetryAfter = true, true, 0
+	return d.Decision
+}
+
+// checked is a Decision with whether only SourceAndObject buckets refused.
+type checked struct {
+	Decision
+	onlySourceAndObject bool
+}
+
+// check finds the buckets without a token at now (ignoring SourceAndObject
+// ones with skipSAO) and how long until they have one. The caller holds
+// l.mu, so that what it finds holds until it takes the tokens.
+func (l *Limiter) check(r *Request, buckets []*rate.Limiter, now time.Time, skipSAO bool) checked {
+	d := checked{onlySourceAndObject: true}
+	for i, x := range l.limiters {
+		if skipSAO && x.isSAO {
+			continue
+		}
+		tokens := buckets[i].TokensAt(now)
+		if tokens >= 1 {
+			continue
+		}
+		d.Refusals = append(d.Refusals, Refusal{Type: x.typ, Key: x.describeOf(r)})
+		wait := time.Duration((1 - tokens) / float64(x.qps) * float64(time.Second))
+		d.RetryAfter = max(d.RetryAfter, wait)
+		d.onlySourceAndObject = d.onlySourceAndObject && x.isSAO
+	}
 	return d
 }
 
-// cancel gives back the tokens of the reservations that refused (or, with
-// which false, of those that did not).
-func (l *Limiter) cancel(res []*rate.Reservation, now time.Time, refused []bool, which bool) {
-	for i := range res {
-		if refused[i] == which {
-			res[i].CancelAt(now)
-		}
+// take takes a token from each bucket; check has found that each has one.
+func (l *Limiter) take(buckets []*rate.Limiter, now time.Time) {
+	for _, b := range buckets {
+		b.AllowN(now, 1)
 	}
 }

@@ -3,6 +3,8 @@ package eventratelimit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,4 +189,27 @@ func TestNewValidates(t *testing.T) {
 	if _, err := New(&Configuration{}, Options{}); err == nil {
 		t.Fatal("empty configuration accepted")
 	}
+}
+
+// BenchmarkAdmit is the cost of admitting a write against one limit of
+// each type, from parallel writers of distinct objects.
+func BenchmarkAdmit(b *testing.B) {
+	const generous = 1 << 30
+	var limits []Limit
+	for _, t := range limitTypes {
+		limits = append(limits, Limit{Type: t, QPS: generous, Burst: generous})
+	}
+	l, err := New(&Configuration{Limits: limits}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		r := req("default", "system:node:node-1", "kubelet", fmt.Sprintf("web-%d", n.Add(1)))
+		for pb.Next() {
+			if !l.Admit(context.Background(), r).Allowed {
+				b.Fatal("refused")
+			}
+		}
+	})
 }
