@@ -3,12 +3,14 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubevents/kubevents/admission/eventratelimit"
+	"github.com/kubevents/kubevents/internal/syncbuf"
 	"github.com/kubevents/kubevents/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -352,5 +354,49 @@ func TestRateLimitClientGoHonoursRetryAfter(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("client-go did not retry")
+	}
+}
+
+// TestRateLimitRefusalsLogged: refusals are logged with what was refused
+// and why, at most once per 10 s with the number of refusals since the last
+// line.
+func TestRateLimitRefusalsLogged(t *testing.T) {
+	var logs syncbuf.Buffer
+	e := newEnvWith(t, time.Hour, func(c *server.Config) {
+		l, err := eventratelimit.New(&eventratelimit.Configuration{Limits: []eventratelimit.Limit{
+			{Type: eventratelimit.NamespaceLimitType, QPS: 1, Burst: 1}}}, eventratelimit.Options{Clock: c.Clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.EventRateLimit, c.Logger = l, slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	re := &rateEnv{env: e}
+	if err := re.post(e.cs, rateEvent{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		wantRefused(t, re.post(e.cs, rateEvent{}), eventratelimit.NamespaceLimitType, "default")
+	}
+	lines := func() []string {
+		var out []string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, "rate limit reached") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	got := lines()
+	if len(got) != 1 || !strings.Contains(got[0], `reason="limit reached on type Namespace for key default"`) ||
+		!strings.Contains(got[0], "namespace=default") || !strings.Contains(got[0], "user=system:anonymous") {
+		t.Fatalf("log lines %q, want one naming the limit, namespace and user", got)
+	}
+	e.clock.Step(10 * time.Second)
+	if err := re.post(e.cs, rateEvent{}); err != nil { // refilled
+		t.Fatal(err)
+	}
+	wantRefused(t, re.post(e.cs, rateEvent{}), eventratelimit.NamespaceLimitType, "default")
+	if got := lines(); len(got) != 2 || !strings.Contains(got[1], "similarSinceLastLog=2") {
+		t.Fatalf("log lines %q, want a second one counting the 2 refusals not logged", got)
 	}
 }
