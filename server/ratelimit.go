@@ -56,6 +56,11 @@ func (s *Server) admitRate(w http.ResponseWriter, r *http.Request, rr resourceRe
 // else its name) that stops at the first match.
 func (s *Server) firstForObjectAndReason(ctx context.Context, ev *corev1.Event) (bool, error) {
 	o := ev.InvolvedObject
+	if o.UID == "" && o.Name == "" {
+		// Not an object's event: no index narrows the lookup, which would
+		// scan the namespace, and there is no object to be new about.
+		return false, nil
+	}
 	fs := eventapi.FieldSelector{{Field: eventapi.FieldReason, Value: ev.Reason}}
 	if o.UID != "" {
 		fs = append(fs, eventapi.Requirement{Field: eventapi.FieldInvolvedUID, Value: string(o.UID)})

@@ -400,3 +400,25 @@ func TestRateLimitRefusalsLogged(t *testing.T) {
 		t.Fatalf("log lines %q, want a second one counting the 2 refusals not logged", got)
 	}
 }
+
+// TestRateLimitNoveltyNeedsAnObject: an event naming no object (neither
+// uid nor name) is never novel: no index narrows the lookup.
+func TestRateLimitNoveltyNeedsAnObject(t *testing.T) {
+	e := newRateEnv(t, nil, eventratelimit.Limit{Type: eventratelimit.SourceAndObjectLimitType, QPS: 1, Burst: 1})
+	post := func(reason string) error {
+		ev := &corev1.Event{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "x-"}, InvolvedObject: corev1.ObjectReference{Namespace: "default"},
+			Reason: reason, Message: "m", Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "c"},
+		}
+		return e.cs.CoreV1().RESTClient().Post().Namespace("default").Resource("events").Body(ev).MaxRetries(0).Do(e.ctx).Error()
+	}
+	if err := post("A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := post("B"); !apierrors.IsTooManyRequests(err) {
+		t.Fatalf("got %v, want 429", err)
+	}
+	if n := metricSum(t, e.reg, "eventsd_event_rate_limit_novel_admissions_total"); n != 0 {
+		t.Errorf("novel admissions %v, want 0", n)
+	}
+}
