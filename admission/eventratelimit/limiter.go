@@ -213,6 +213,9 @@ func (l *Limiter) Admit(ctx context.Context, r *Request) Decision {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if other := l.check(r, buckets, now, true); len(other.Refusals) > 0 {
+		// Refused by another limit after all: report every limit reached.
+		other.Refusals = append(other.Refusals, d.Refusals...)
+		other.RetryAfter = max(other.RetryAfter, d.RetryAfter)
 		return other.Decision
 	}
 	for i, x := range l.limiters {

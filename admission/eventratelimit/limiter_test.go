@@ -213,3 +213,21 @@ func BenchmarkAdmit(b *testing.B) {
 		}
 	})
 }
+
+// TestNoveltyRaceLost: when another write takes the namespace's last token
+// while novelty is asked, the novel write is refused, naming both limits.
+func TestNoveltyRaceLost(t *testing.T) {
+	l, _ := newLimiter(t, Limit{Type: NamespaceLimitType, QPS: 1, Burst: 2}, Limit{Type: SourceAndObjectLimitType, QPS: 1, Burst: 1})
+	r := req("a", "u", "c", "p")
+	admitN(l, r, 1)
+	r.Novel = func(context.Context) (bool, error) {
+		if !l.Admit(context.Background(), req("a", "u", "c", "other")).Allowed {
+			t.Error("the concurrent write was refused")
+		}
+		return true, nil
+	}
+	d := l.Admit(context.Background(), r)
+	if d.Allowed || len(d.Refusals) != 2 || d.Refusals[0].Type != NamespaceLimitType || d.Refusals[1].Type != SourceAndObjectLimitType {
+		t.Fatalf("decision %+v", d)
+	}
+}
