@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/kubevents/kubevents/admission/eventratelimit"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/version"
@@ -74,6 +75,10 @@ type Config struct {
 	BodyReadTimeout time.Duration
 	// WriteTimeout bounds writing one response, or one watch frame.
 	WriteTimeout time.Duration
+	// EventRateLimit, when set, limits the rate of event creates, updates
+	// and patches (of both API groups; dry runs excepted): refused writes
+	// get 429 with a Retry-After.
+	EventRateLimit *eventratelimit.Limiter
 	// IdleTimeout closes keep-alive connections without a request for
 	// this long, and ReadHeaderTimeout bounds reading a request's
 	// headers; both are applied by NewHTTPServer.

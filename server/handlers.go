@@ -278,6 +278,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 		s.respondEvent(w, rr, o, http.StatusCreated, ev)
 		return
 	}
+	if !s.admitRate(w, r, rr, ev, true) {
+		return
+	}
 	for attempt := 1; ; attempt++ {
 		out, err := s.cfg.Store.Create(r.Context(), ev, s.writeOptions())
 		if errors.Is(err, storage.ErrExists) && generated {
@@ -335,6 +338,16 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 	conflict := func() {
 		writeStatus(w, apierrors.NewConflict(rr.version.GroupResource(), rr.name, errors.New(registryOptimisticLockMsg)))
 	}
+	// The rate limits are applied once per request, to the first state
+	// about to be stored, not again when a conflict makes it retry.
+	admitted := false
+	admit := func(ev *corev1.Event, create bool) bool {
+		if admitted {
+			return true
+		}
+		admitted = s.admitRate(w, r, rr, ev, create)
+		return admitted
+	}
 	for attempt := 0; attempt < maxUpdateRetries; attempt++ {
 		cur, err := s.cfg.Store.Get(ctx, rr.namespace, rr.name)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -361,6 +374,9 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 			}
 			if opts.dryRun {
 				s.respondEvent(w, rr, o, http.StatusCreated, ev)
+				return
+			}
+			if !admit(ev, true) {
 				return
 			}
 			out, err := s.cfg.Store.Create(ctx, ev, s.writeOptions())
@@ -400,6 +416,9 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 		if opts.dryRun {
 			ev.ResourceVersion = cur.ResourceVersion
 			s.respondEvent(w, rr, o, http.StatusOK, ev)
+			return
+		}
+		if !admit(ev, false) {
 			return
 		}
 		wo := s.writeOptions()

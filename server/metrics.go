@@ -16,6 +16,9 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	watchers prometheus.Gauge
 	rejected *prometheus.CounterVec
+
+	rateLimited    *prometheus.CounterVec
+	rateLimitNovel prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, error) {
@@ -37,9 +40,17 @@ func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, er
 			Name: "eventsd_rejected_requests_total",
 			Help: "Requests refused with 429 because their class (readOnly or mutating) had too many in flight.",
 		}, []string{"class"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventsd_event_rate_limit_refusals_total",
+			Help: "Event writes refused with 429 by the event rate limits, by limit type (Server, Namespace, User, SourceAndObject); a write several limits refuse counts for each.",
+		}, []string{"type"}),
+		rateLimitNovel: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventsd_event_rate_limit_novel_admissions_total",
+			Help: "Event creates admitted although their SourceAndObject limit was reached, because no event for their object and reason was stored (the novelty rule).",
+		}),
 	}
 	cs := []prometheus.Collector{
-		m.requests, m.latency, m.watchers, m.rejected,
+		m.requests, m.latency, m.watchers, m.rejected, m.rateLimited, m.rateLimitNovel,
 		newStoreCollector(store),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

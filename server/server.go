@@ -15,6 +15,8 @@ import (
 	"github.com/kubevents/kubevents/storage"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // Server is the events API server. It is an http.Handler.
@@ -29,6 +31,7 @@ type Server struct {
 	handlers           map[verb]handlerFunc
 	readOnly, mutating inflight
 	rejectLog          *logLimiter
+	rateLimitLog       *logLimiter
 	errorLog           *logLimiter
 
 	stopWatches  chan struct{}
@@ -45,10 +48,11 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, stopWatches: make(chan struct{}),
-		readOnly:  newInflight(cfg.MaxRequestsInflight),
-		mutating:  newInflight(cfg.MaxMutatingRequestsInflight),
-		rejectLog: newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
-		errorLog:  newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
+		readOnly:     newInflight(cfg.MaxRequestsInflight),
+		mutating:     newInflight(cfg.MaxMutatingRequestsInflight),
+		rejectLog:    newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
+		errorLog:     newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
+		rateLimitLog: newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
 	}
 	s.handlers = s.verbHandlers()
 	var err error
@@ -119,10 +123,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if a := s.cfg.Authenticator; a != nil {
-		if _, ok := a.Authenticate(r); !ok {
+		u, ok := a.Authenticate(r)
+		if !ok {
 			writeStatus(w, apierrors.NewUnauthorized("Unauthorized"))
 			return
 		}
+		r = r.WithContext(request.WithUser(r.Context(), &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups}))
 	}
 	if r.URL.Path == "/metrics" {
 		s.metricsH.ServeHTTP(w, r)

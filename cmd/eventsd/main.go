@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubevents/kubevents/admission/eventratelimit"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/etcdstore"
@@ -46,6 +47,7 @@ type options struct {
 	maxObjectSize   int
 	requestTimeout  time.Duration
 	bookmarkEvery   time.Duration
+	admissionConfig string
 
 	storageBackend     string
 	etcdServers        []string
@@ -105,6 +107,7 @@ events of a kube-apiserver.`,
 	f.IntVar(&o.maxObjectSize, "max-object-size-bytes", server.DefaultMaxObjectSizeBytes, "Largest event stored (its protobuf encoding), etcd's default --max-request-bytes; larger writes get 413. Negative: no limit.")
 	f.DurationVar(&o.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "How long a request other than a watch may take before it gets 504, as kube-apiserver's flag.")
 	f.DurationVar(&o.bookmarkEvery, "watch-bookmark-interval", server.DefaultBookmarkInterval, "How long a watch with allowWatchBookmarks stays idle before it gets a BOOKMARK carrying the revision it has reached.")
+	f.StringVar(&o.admissionConfig, "admission-control-config-file", "", "kube-apiserver's AdmissionConfiguration (apiserver.config.k8s.io/v1) with an EventRateLimit entry (eventratelimit.admission.k8s.io/v1alpha1 Configuration, inline or by path): event creates, updates and patches of both API groups beyond its limits get 429 with Retry-After. Other plugins' entries are ignored.")
 	f.BoolVar(&o.extensions, "extensions", true, "Accept the field selectors kube-apiserver does not have (action, reportingInstance, related.*, involves.*); off, they get its 400.")
 	f.StringVar(&o.storageBackend, "storage-backend", backendPebble, "Where events are stored: pebble (embedded, under --data-dir) or etcd (--etcd-servers, in kube-apiserver's layout, so a cluster's events etcd can be shared).")
 	f.StringSliceVar(&o.etcdServers, "etcd-servers", nil, "etcd servers to connect to (scheme://ip:port), comma separated; with --storage-backend=etcd.")
@@ -162,6 +165,19 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	var rateLimit *eventratelimit.Limiter
+	if o.admissionConfig != "" {
+		c, ignored, err := eventratelimit.LoadAdmissionConfigFile(o.admissionConfig)
+		if err != nil {
+			return fmt.Errorf("--admission-control-config-file: %w", err)
+		}
+		if len(ignored) > 0 {
+			log.Info("admission plugin configurations ignored: eventsd has only EventRateLimit", "plugins", ignored)
+		}
+		if rateLimit, err = eventratelimit.New(c, eventratelimit.Options{}); err != nil {
+			return fmt.Errorf("--admission-control-config-file: %w", err)
+		}
+	}
 	reg := prometheus.NewRegistry()
 	store, err := openStore(o, log, reg)
 	if err != nil {
@@ -169,7 +185,8 @@ func run(ctx context.Context, o options) error {
 	}
 	srv, err := server.New(server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions,
-		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout, BookmarkInterval: o.bookmarkEvery})
+		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout, BookmarkInterval: o.bookmarkEvery,
+		EventRateLimit: rateLimit})
 	if err != nil {
 		store.Close()
 		return err

@@ -1,0 +1,40 @@
+package eventratelimit
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestREADMEExample: the example configuration in README.md loads, with
+// the four limit types.
+func TestREADMEExample(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const section, fence = "### Event rate limits", "```yaml\n"
+	_, rest, ok := strings.Cut(string(readme), section)
+	if ok {
+		_, rest, ok = strings.Cut(rest, fence)
+	}
+	example, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatalf("README.md has no YAML example under %q", section)
+	}
+	p := filepath.Join(t.TempDir(), "admission.yaml")
+	if err := os.WriteFile(p, []byte(example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := LoadAdmissionConfigFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Limits) != len(limitTypes) {
+		t.Errorf("the example has %d limits, want one of each of the %d types", len(c.Limits), len(limitTypes))
+	}
+	if _, err := New(c, Options{}); err != nil {
+		t.Fatal(err)
+	}
+}
