@@ -16,6 +16,9 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	watchers prometheus.Gauge
 	rejected *prometheus.CounterVec
+	// unauthorized and forbidden count requests answered 401 and 403 (or
+	// 500 when authorization failed), by outcome.
+	unauthorized, forbidden *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, error) {
@@ -37,9 +40,17 @@ func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, er
 			Name: "eventsd_rejected_requests_total",
 			Help: "Requests refused with 429 because their class (readOnly or mutating) had too many in flight.",
 		}, []string{"class"}),
+		unauthorized: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventsd_unauthorized_requests_total",
+			Help: "Requests refused with 401: rejected (no or unknown credentials) or error (an authenticator such as the token webhook failed).",
+		}, []string{"outcome"}),
+		forbidden: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventsd_forbidden_requests_total",
+			Help: "Requests not authorized: rejected (403, no authorizer allowed them) or error (500, an authorizer such as the webhook failed).",
+		}, []string{"outcome"}),
 	}
 	cs := []prometheus.Collector{
-		m.requests, m.latency, m.watchers, m.rejected,
+		m.requests, m.latency, m.watchers, m.rejected, m.unauthorized, m.forbidden,
 		newStoreCollector(store),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -15,6 +15,8 @@ import (
 	"github.com/kubevents/kubevents/storage"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // Server is the events API server. It is an http.Handler.
@@ -30,6 +32,9 @@ type Server struct {
 	readOnly, mutating inflight
 	rejectLog          *logLimiter
 	errorLog           *logLimiter
+	authnLog, authzLog *logLimiter
+	requestInfo        *request.RequestInfoFactory
+	anonymous          user.Info
 
 	stopWatches  chan struct{}
 	stopOnce     sync.Once
@@ -49,6 +54,11 @@ func New(cfg Config) (*Server, error) {
 		mutating:  newInflight(cfg.MaxMutatingRequestsInflight),
 		rejectLog: newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
 		errorLog:  newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
+		authnLog:  newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
+		authzLog:  newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
+
+		requestInfo: newRequestInfoFactory(),
+		anonymous:   anonymousUser(),
 	}
 	s.handlers = s.verbHandlers()
 	var err error
@@ -117,11 +127,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(s.version)
 		return
 	}
-	if a := s.cfg.Authenticator; a != nil {
-		if _, ok := a.Authenticate(r); !ok {
-			writeStatus(w, apierrors.NewUnauthorized("Unauthorized"))
-			return
-		}
+	r, u, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if !s.authorize(w, r, u) {
+		return
 	}
 	if r.URL.Path == "/metrics" {
 		s.metricsH.ServeHTTP(w, r)
