@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -22,6 +23,22 @@ const (
 	// down), so the request could not be authenticated or authorized.
 	outcomeError = "error"
 )
+
+// authLogs rate-limit the log lines of refused requests, one limiter per
+// condition, so that a storm of one (clients without tokens) does not
+// hide another (a webhook down).
+type authLogs struct {
+	unauthenticated, authnError, forbidden, authzError *logLimiter
+}
+
+func newAuthLogs(cfg Config) authLogs {
+	l := func() *logLimiter { return newLogLimiter(cfg.Clock, cfg.Logger, authLogInterval) }
+	return authLogs{unauthenticated: l(), authnError: l(), forbidden: l(), authzError: l()}
+}
+
+// authLogInterval is the least time between two log lines of one kind of
+// refusal; the count of those in between is logged with the next.
+const authLogInterval = 10 * time.Second
 
 // newRequestInfoFactory turns requests into kube-apiserver's request
 // info: the verb, API group, resource, namespace and name authorizers see.
@@ -49,10 +66,12 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (_ *http.R
 		if err != nil || !ok {
 			outcome := outcomeRejected
 			if err != nil {
+				// An authenticator failed (a TokenReview webhook down,
+				// or reporting an error): log why.
 				outcome = outcomeError
-				// A failing authenticator (a TokenReview webhook down)
-				// is the operator's problem: log why.
-				s.authnLog.Warn("unable to authenticate the request", "method", r.Method, "path", r.URL.Path, "err", err)
+				s.authLogs.authnError.Warn("unable to authenticate the request", "method", r.Method, "path", r.URL.Path, "err", err)
+			} else {
+				s.authLogs.unauthenticated.Warn("request refused: no valid credentials", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
 			}
 			s.metrics.unauthorized.WithLabelValues(outcome).Inc()
 			writeStatus(w, apierrors.NewUnauthorized("Unauthorized"))
@@ -83,12 +102,12 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, u user.Info) 
 		// Fail closed, with kube-apiserver's code: the request is not
 		// the client's fault, and it may succeed when the webhook is back.
 		s.metrics.forbidden.WithLabelValues(outcomeError).Inc()
-		s.authzLog.Warn("request denied: authorization failed", "user", u.GetName(), "verb", attrs.Verb, "path", r.URL.Path, "err", err)
+		s.authLogs.authzError.Warn("request denied: authorization failed", "user", u.GetName(), "verb", attrs.Verb, "path", r.URL.Path, "err", err)
 		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("authorization failed, so the request is denied: %w", err)))
 		return false
 	}
 	s.metrics.forbidden.WithLabelValues(outcomeRejected).Inc()
-	s.authzLog.Warn("request forbidden", "user", u.GetName(), "verb", attrs.Verb, "path", r.URL.Path, "reason", reason)
+	s.authLogs.forbidden.Warn("request forbidden", "user", u.GetName(), "verb", attrs.Verb, "path", r.URL.Path, "reason", reason)
 	writeStatus(w, responsewriters.ForbiddenStatusError(attrs, reason))
 	return false
 }

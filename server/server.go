@@ -32,7 +32,7 @@ type Server struct {
 	readOnly, mutating inflight
 	rejectLog          *logLimiter
 	errorLog           *logLimiter
-	authnLog, authzLog *logLimiter
+	authLogs           authLogs
 	requestInfo        *request.RequestInfoFactory
 	anonymous          user.Info
 
@@ -54,8 +54,7 @@ func New(cfg Config) (*Server, error) {
 		mutating:  newInflight(cfg.MaxMutatingRequestsInflight),
 		rejectLog: newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
 		errorLog:  newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
-		authnLog:  newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
-		authzLog:  newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
+		authLogs:  newAuthLogs(cfg),
 
 		requestInfo: newRequestInfoFactory(),
 		anonymous:   anonymousUser(),
