@@ -2,6 +2,8 @@ package access
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -138,5 +140,32 @@ func TestParsePoliciesErrors(t *testing.T) {
 	pl, err := ParsePolicies(strings.NewReader("\n# only comments\n\n"))
 	if err != nil || len(pl) != 0 {
 		t.Errorf("empty file: %v %v", pl, err)
+	}
+}
+
+// TestExamplePolicyMatchesReadme: the policy README.md shows is the
+// example file the end-to-end tests run against, and it loads.
+func TestExamplePolicyMatchesReadme(t *testing.T) {
+	policyLines := func(path string) []string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, `{"apiVersion": "abac.authorization.kubernetes.io/v1beta1"`) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	example := filepath.Join("..", "docs", "examples", "abac-policy.jsonl")
+	if _, err := LoadPolicyFile(example); err != nil {
+		t.Fatal(err)
+	}
+	inFile, inReadme := policyLines(example), policyLines(filepath.Join("..", "README.md"))
+	if len(inFile) == 0 || strings.Join(inFile, "\n") != strings.Join(inReadme, "\n") {
+		t.Errorf("README.md's ABAC example differs from %s:\nREADME:\n%s\nfile:\n%s", example, strings.Join(inReadme, "\n"), strings.Join(inFile, "\n"))
 	}
 }
