@@ -1,8 +1,10 @@
 package access
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -181,7 +183,46 @@ func buildAuthenticator(o Options) (authenticator.Request, error) {
 	}
 	// Authenticated users are in system:authenticated, as in
 	// kube-apiserver, so policies can name everyone with a token.
-	return group.NewAuthenticatedGroupAdder(bearertoken.New(tokenunion.New(tokens...))), nil
+	return group.NewAuthenticatedGroupAdder(bearerRequest{bearertoken.New(recordingToken{tokenunion.New(tokens...)})}), nil
+}
+
+// bearerRequest is bearertoken's authenticator, except that a token no
+// token authenticator accepts, without any of them failing, is a plain
+// rejection (not ok, no error), as a request without a token is:
+// bearertoken reports it as an "invalid bearer token" error, which would
+// make a storm of bad tokens look like (and be logged with) a webhook
+// outage.
+type bearerRequest struct{ bearer authenticator.Request }
+
+// tokenOutcome is where recordingToken leaves, for bearerRequest, the
+// error of the token authenticators for one request.
+type tokenOutcome struct{ err error }
+
+type tokenOutcomeKey struct{}
+
+// AuthenticateRequest implements authenticator.Request.
+func (b bearerRequest) AuthenticateRequest(r *http.Request) (*authenticator.Response, bool, error) {
+	o := &tokenOutcome{}
+	// The copy shares r's headers, so bearertoken's removal of the
+	// Authorization header after success applies to r.
+	resp, ok, err := b.bearer.AuthenticateRequest(r.WithContext(context.WithValue(r.Context(), tokenOutcomeKey{}, o)))
+	if !ok && err != nil && o.err == nil {
+		return nil, false, nil
+	}
+	return resp, ok, err
+}
+
+// recordingToken records its token authenticator's error in the request's
+// tokenOutcome.
+type recordingToken struct{ authenticator.Token }
+
+// AuthenticateToken implements authenticator.Token.
+func (t recordingToken) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	resp, ok, err := t.Token.AuthenticateToken(ctx, token)
+	if o, _ := ctx.Value(tokenOutcomeKey{}).(*tokenOutcome); o != nil {
+		o.err = err
+	}
+	return resp, ok, err
 }
 
 func buildAuthorizer(o Options, modes []string) (authorizer.Authorizer, error) {

@@ -2,12 +2,15 @@ package access
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
@@ -65,6 +68,35 @@ func TestBuild(t *testing.T) {
 	} {
 		if _, err := Build(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Build(%+v): %v, want an error containing %q", c.o, err, c.want)
+		}
+	}
+}
+
+// TestBadTokenIsRejectionNotError: a token nobody accepts is not ok
+// without an error (bearertoken alone reports "invalid bearer token"),
+// so the server counts and logs it apart from authenticator failures;
+// a failing authenticator's error comes through.
+func TestBadTokenIsRejectionNotError(t *testing.T) {
+	failing := authenticator.TokenFunc(func(context.Context, string) (*authenticator.Response, bool, error) {
+		return nil, false, errors.New("webhook down")
+	})
+	refusing := authenticator.TokenFunc(func(context.Context, string) (*authenticator.Response, bool, error) {
+		return nil, false, nil
+	})
+	for name, c := range map[string]struct {
+		tok     authenticator.Token
+		wantErr string
+	}{"refusing": {refusing, ""}, "failing": {failing, "webhook down"}} {
+		a := bearerRequest{bearertoken.New(recordingToken{c.tok})}
+		r, _ := http.NewRequest(http.MethodGet, "http://eventsd/api", nil)
+		r.Header.Set("Authorization", "Bearer x")
+		_, ok, err := a.AuthenticateRequest(r)
+		gotErr := ""
+		if err != nil {
+			gotErr = err.Error()
+		}
+		if ok || gotErr != c.wantErr {
+			t.Errorf("%s: ok %v, err %v, want not ok and error %q", name, ok, err, c.wantErr)
 		}
 	}
 }

@@ -17,10 +17,11 @@ import (
 // eventsd_forbidden_requests_total.
 const (
 	// outcomeRejected: no credentials, or credentials no authenticator
-	// accepts; or no authorizer allowed the request.
+	// accepts (without an error); or no authorizer allowed the request.
 	outcomeRejected = "rejected"
-	// outcomeError: an authenticator or authorizer failed (a webhook
-	// down), so the request could not be authenticated or authorized.
+	// outcomeError: an authenticator or authorizer returned an error (a
+	// webhook down, or a TokenReview reporting one), so the request could
+	// not be authenticated or authorized.
 	outcomeError = "error"
 )
 

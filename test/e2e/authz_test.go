@@ -270,7 +270,7 @@ func newAZWebhook(t *testing.T) *azWebhook {
 			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true,
 				User: authenticationv1.UserInfo{Username: name, UID: "uid-" + name, Groups: []string{"team-" + name}}}
 		} else {
-			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: false, Error: "unknown token"}
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: false}
 		}
 		azWriteJSON(w, &tr)
 	})
@@ -428,10 +428,16 @@ Webhook: no RBAC policy matched`)
 			t.Errorf("%s = %v, want >= 1", s, m[s])
 		}
 	}
-	logs := p.Logs()
-	for _, want := range []string{"unable to authenticate the request", "request denied: authorization failed"} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("eventsd log lacks %q", want)
-		}
+	// Each failure is logged with its cause.
+	var authnErr, authzErr bool
+	for _, l := range strings.Split(p.Logs(), "\n") {
+		authnErr = authnErr || strings.Contains(l, `msg="unable to authenticate the request"`) && strings.Contains(l, "connection refused")
+		authzErr = authzErr || strings.Contains(l, `msg="request denied: authorization failed"`) && strings.Contains(l, "connection refused")
+	}
+	if !authnErr || !authzErr {
+		t.Errorf("eventsd log lacks the token webhook's failure (%v) or the authorization webhook's (%v)", authnErr, authzErr)
+	}
+	if m[`eventsd_unauthorized_requests_total{outcome="rejected"}`] < 1 {
+		t.Errorf("the unknown token was not counted as rejected: %v", m)
 	}
 }
