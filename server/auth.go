@@ -1,30 +1,30 @@
 package server
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
 )
 
-// User is an authenticated client.
-type User struct {
-	Name   string
-	UID    string
-	Groups []string
-}
-
 // TokenAuthenticator checks bearer tokens against a static token file in
-// kube-apiserver's --token-auth-file format.
+// kube-apiserver's --token-auth-file format. It is a k8s.io/apiserver
+// authenticator.Token; wrap it with bearertoken.New to authenticate
+// requests.
 type TokenAuthenticator struct {
 	// users is keyed by the SHA-256 of the token, so that lookups do not
 	// compare secrets byte by byte.
-	users map[[sha256.Size]byte]User
+	users map[[sha256.Size]byte]*user.DefaultInfo
 }
+
+var _ authenticator.Token = (*TokenAuthenticator)(nil)
 
 // LoadTokenFile reads a token file: CSV lines of token, user name, user
 // UID and optionally a quoted, comma-separated group list, e.g.
@@ -49,7 +49,7 @@ func ParseTokens(r io.Reader) (*TokenAuthenticator, error) {
 	cr.FieldsPerRecord = -1
 	cr.TrimLeadingSpace = true
 	cr.Comment = '#'
-	a := &TokenAuthenticator{users: map[[sha256.Size]byte]User{}}
+	a := &TokenAuthenticator{users: map[[sha256.Size]byte]*user.DefaultInfo{}}
 	for line := 1; ; line++ {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -64,7 +64,7 @@ func ParseTokens(r io.Reader) (*TokenAuthenticator, error) {
 		if rec[0] == "" {
 			return nil, fmt.Errorf("record %d: empty token", line)
 		}
-		u := User{Name: rec[1], UID: rec[2]}
+		u := &user.DefaultInfo{Name: rec[1], UID: rec[2]}
 		if len(rec) > 3 && rec[3] != "" {
 			for _, g := range strings.Split(rec[3], ",") {
 				u.Groups = append(u.Groups, strings.TrimSpace(g))
@@ -82,17 +82,14 @@ func ParseTokens(r io.Reader) (*TokenAuthenticator, error) {
 	return a, nil
 }
 
-// Authenticate returns the user a request's bearer token belongs to.
-func (a *TokenAuthenticator) Authenticate(r *http.Request) (User, bool) {
-	h := r.Header.Get("Authorization")
-	scheme, token, ok := strings.Cut(strings.TrimSpace(h), " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return User{}, false
-	}
-	token = strings.TrimSpace(token)
-	if token == "" {
-		return User{}, false
-	}
+// AuthenticateToken implements authenticator.Token: the user the token
+// belongs to, if any. It returns a copy, so callers may add groups.
+func (a *TokenAuthenticator) AuthenticateToken(_ context.Context, token string) (*authenticator.Response, bool, error) {
 	u, ok := a.users[sha256.Sum256([]byte(token))]
-	return u, ok
+	if !ok {
+		return nil, false, nil
+	}
+	c := *u
+	c.Groups = append([]string(nil), u.Groups...)
+	return &authenticator.Response{User: &c}, true, nil
 }

@@ -1,21 +1,11 @@
 package server_test
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kubevents/kubevents/admission/eventratelimit"
 	"github.com/kubevents/kubevents/server"
-	"github.com/kubevents/kubevents/storage/pebblestore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,13 +33,19 @@ func protobufEvent(b *testing.B, name string) []byte {
 // BenchmarkServerCreate measures the whole create path in process: HTTP,
 // protobuf decode, validation, a synced group commit, encoding the answer.
 func BenchmarkServerCreate(b *testing.B) {
-	benchmarkServerCreate(b, server.Config{})
+	benchCreates(b, server.Config{}, "")
 }
 
 // BenchmarkServerCreateRateLimited is BenchmarkServerCreate with event
 // rate limits of every type, generous enough that nothing is refused: the
 // cost of the limiter on the create path.
 func BenchmarkServerCreateRateLimited(b *testing.B) {
+	benchCreates(b, server.Config{EventRateLimit: generousLimits(b)}, "")
+}
+
+// generousLimits are event rate limits of every type, so high that
+// nothing is refused.
+func generousLimits(b *testing.B) *eventratelimit.Limiter {
 	const generous = 1 << 30
 	var limits []eventratelimit.Limit
 	for _, t := range []eventratelimit.LimitType{eventratelimit.ServerLimitType, eventratelimit.NamespaceLimitType,
@@ -60,59 +56,5 @@ func BenchmarkServerCreateRateLimited(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchmarkServerCreate(b, server.Config{EventRateLimit: l})
-}
-
-func benchmarkServerCreate(b *testing.B, cfg server.Config) {
-	log := slog.New(slog.DiscardHandler)
-	store, err := pebblestore.Open(pebblestore.Options{Dir: b.TempDir(), Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	cfg.Store, cfg.Logger = store, log
-	srv, err := server.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	url := hs.URL + "/api/v1/namespaces/default/events"
-	var n atomic.Int64
-	b.SetParallelism(32)
-	b.ResetTimer()
-	cpu0 := processCPU(b)
-	defer func() {
-		// CPU of the whole process (server and clients) per create: what a
-		// change to the server's path costs, less sensitive than ns/op to
-		// the disk's fsync latency.
-		b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
-	}()
-	b.RunParallel(func(pb *testing.PB) {
-		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
-		for pb.Next() {
-			body := protobufEvent(b, fmt.Sprintf("web.%x", n.Add(1)))
-			req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/vnd.kubernetes.protobuf")
-			req.Header.Set("Accept", "application/vnd.kubernetes.protobuf,application/json")
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusCreated {
-				b.Fatalf("status %d", resp.StatusCode)
-			}
-		}
-	})
-}
-
-// processCPU is the CPU time the process has used, user and system.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return l
 }

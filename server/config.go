@@ -8,6 +8,8 @@ import (
 	"github.com/kubevents/kubevents/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/utils/clock"
 )
 
@@ -42,9 +44,18 @@ type Config struct {
 	Logger *slog.Logger
 	// Registry receives the server's metrics; a new registry when nil.
 	Registry *prometheus.Registry
-	// Authenticator, when set, requires a valid bearer token on every
-	// request except health checks and /version.
-	Authenticator *TokenAuthenticator
+	// Authenticator, when set, must authenticate every request except
+	// health checks and /version (they get 401 otherwise); when nil,
+	// requests are kube-apiserver's anonymous user (system:anonymous in
+	// system:unauthenticated). The user is put in the request's context
+	// (k8s.io/apiserver's request.WithUser).
+	Authenticator authenticator.Request
+	// Authorizer, when set, decides every request except health checks
+	// and /version on kube-apiserver's attributes (verb, API group,
+	// resource, namespace, name, or non-resource path and verb): those
+	// it does not allow get 403 with kube-apiserver's Forbidden message,
+	// or 500 if it failed. Nil allows everything (AlwaysAllow).
+	Authorizer authorizer.UnconditionalAuthorizer
 	// BookmarkInterval is the idle time after which a watch with
 	// allowWatchBookmarks gets a bookmark.
 	BookmarkInterval time.Duration

@@ -19,6 +19,9 @@ type metrics struct {
 
 	rateLimited    *prometheus.CounterVec
 	rateLimitNovel prometheus.Counter
+	// unauthorized and forbidden count requests answered 401 and 403 (or
+	// 500 when authorization failed), by outcome.
+	unauthorized, forbidden *prometheus.CounterVec
 }
 
 func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, error) {
@@ -48,9 +51,17 @@ func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, er
 			Name: "eventsd_event_rate_limit_novel_admissions_total",
 			Help: "Event creates admitted although their SourceAndObject limit was reached, because no event for their object and reason was stored (the novelty rule).",
 		}),
+		unauthorized: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventsd_unauthorized_requests_total",
+			Help: "Requests refused with 401: rejected (no or unknown credentials) or error (an authenticator such as the token webhook failed).",
+		}, []string{"outcome"}),
+		forbidden: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventsd_forbidden_requests_total",
+			Help: "Requests not authorized: rejected (403, no authorizer allowed them) or error (500, an authorizer such as the webhook failed).",
+		}, []string{"outcome"}),
 	}
 	cs := []prometheus.Collector{
-		m.requests, m.latency, m.watchers, m.rejected, m.rateLimited, m.rateLimitNovel,
+		m.requests, m.latency, m.watchers, m.rejected, m.rateLimited, m.rateLimitNovel, m.unauthorized, m.forbidden,
 		newStoreCollector(store),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -3,6 +3,8 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -30,7 +32,7 @@ type rateEnv struct {
 	reg *prometheus.Registry
 }
 
-func newRateEnv(t *testing.T, auth *server.TokenAuthenticator, limits ...eventratelimit.Limit) *rateEnv {
+func newRateEnv(t *testing.T, auth authenticator.Request, limits ...eventratelimit.Limit) *rateEnv {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	e := newEnvWith(t, time.Hour, func(c *server.Config) {
@@ -165,9 +167,9 @@ func TestRateLimitEachType(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(string(c.typ), func(t *testing.T) {
-			var a *server.TokenAuthenticator
+			var a authenticator.Request
 			if c.token != "" {
-				a = auth
+				a = bearertoken.New(auth)
 			}
 			e := newRateEnv(t, a, eventratelimit.Limit{Type: c.typ, QPS: 1, Burst: 2})
 			cs := e.clientAs(c.token)

@@ -33,6 +33,9 @@ type Server struct {
 	rejectLog          *logLimiter
 	rateLimitLog       *logLimiter
 	errorLog           *logLimiter
+	authLogs           authLogs
+	requestInfo        *request.RequestInfoFactory
+	anonymous          user.Info
 
 	stopWatches  chan struct{}
 	stopOnce     sync.Once
@@ -52,7 +55,11 @@ func New(cfg Config) (*Server, error) {
 		mutating:     newInflight(cfg.MaxMutatingRequestsInflight),
 		rejectLog:    newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
 		errorLog:     newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
+		authLogs:     newAuthLogs(cfg),
 		rateLimitLog: newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
+
+		requestInfo: newRequestInfoFactory(),
+		anonymous:   anonymousUser(),
 	}
 	s.handlers = s.verbHandlers()
 	var err error
@@ -122,13 +129,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(s.version)
 		return
 	}
-	if a := s.cfg.Authenticator; a != nil {
-		u, ok := a.Authenticate(r)
-		if !ok {
-			writeStatus(w, apierrors.NewUnauthorized("Unauthorized"))
-			return
-		}
-		r = r.WithContext(request.WithUser(r.Context(), &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: u.Groups}))
+	r, u, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if !s.authorize(w, r, u) {
+		return
 	}
 	if r.URL.Path == "/metrics" {
 		s.metricsH.ServeHTTP(w, r)

@@ -14,9 +14,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/kubevents/kubevents/access"
 	"github.com/kubevents/kubevents/admission/eventratelimit"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
@@ -37,7 +39,8 @@ type options struct {
 	minFreeDisk     int64
 	tlsCertFile     string
 	tlsKeyFile      string
-	tokenAuthFile   string
+	access          access.Options
+	authzModes      []string
 	shutdownTimeout time.Duration
 	logLevel        string
 	profiling       bool
@@ -99,7 +102,16 @@ events of a kube-apiserver.`,
 	f.Int64Var(&o.minFreeDisk, "min-free-disk-bytes", pebblestore.DefaultMinFreeBytes, "Free space the data directory's filesystem keeps: below it writes get 507 and /readyz fails, until space is freed. Negative: no check.")
 	f.StringVar(&o.tlsCertFile, "tls-cert-file", "", "File with the x509 certificate for HTTPS; serve plain HTTP when empty.")
 	f.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "File with the x509 private key matching --tls-cert-file.")
-	f.StringVar(&o.tokenAuthFile, "token-auth-file", "", "If set, require bearer tokens listed in this file (kube-apiserver CSV format: token,user,uid,\"group1,group2\").")
+	f.StringVar(&o.access.TokenAuthFile, "token-auth-file", "", "If set, require bearer tokens listed in this file (kube-apiserver CSV format: token,user,uid,\"group1,group2\").")
+	f.StringVar(&o.access.TokenWebhookConfigFile, "authentication-token-webhook-config-file", "", "File with webhook configuration for token authentication in kubeconfig format: the server is sent TokenReviews (e.g. a cluster's kube-apiserver, /apis/authentication.k8s.io/v1/tokenreviews).")
+	f.StringVar(&o.access.TokenWebhookVersion, "authentication-token-webhook-version", access.DefaultWebhookVersion, "The API version of the authentication.k8s.io TokenReview to send to and expect from the webhook: v1 or v1beta1.")
+	f.DurationVar(&o.access.TokenWebhookCacheTTL, "authentication-token-webhook-cache-ttl", access.DefaultTokenWebhookCacheTTL, "The duration to cache responses from the webhook token authenticator; 0 disables the cache.")
+	f.StringSliceVar(&o.authzModes, "authorization-mode", []string{access.ModeAlwaysAllow}, "Comma-separated authorization modes, asked in order until one allows or denies: AlwaysAllow, AlwaysDeny, ABAC, Webhook. Anything but AlwaysAllow alone needs --token-auth-file or --authentication-token-webhook-config-file, and lets members of system:masters do everything.")
+	f.StringVar(&o.access.PolicyFile, "authorization-policy-file", "", "File with authorization policy in kube-apiserver's ABAC format (one JSON Policy per line), used with --authorization-mode=ABAC.")
+	f.StringVar(&o.access.AuthzWebhookConfigFile, "authorization-webhook-config-file", "", "File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook: the server is sent SubjectAccessReviews (e.g. a cluster's kube-apiserver, /apis/authorization.k8s.io/v1/subjectaccessreviews).")
+	f.StringVar(&o.access.AuthzWebhookVersion, "authorization-webhook-version", access.DefaultWebhookVersion, "The API version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook: v1 or v1beta1.")
+	f.DurationVar(&o.access.AuthorizedTTL, "authorization-webhook-cache-authorized-ttl", access.DefaultAuthorizedTTL, "The duration to cache 'authorized' responses from the webhook authorizer; 0 disables.")
+	f.DurationVar(&o.access.UnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", access.DefaultUnauthorizedTTL, "The duration to cache 'unauthorized' responses from the webhook authorizer; 0 disables.")
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long to wait for requests in flight on SIGTERM or SIGINT.")
 	f.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
 	f.IntVar(&o.maxInflight, "max-requests-inflight", server.DefaultMaxRequestsInflight, "Most gets and lists served at once; more get 429 with Retry-After. Negative: no limit.")
@@ -119,7 +131,7 @@ events of a kube-apiserver.`,
 	f.DurationVar(&o.etcdRequestTimeout, "etcd-request-timeout", etcdstore.DefaultRequestTimeout, "How long one etcd request may take: while etcd is unreachable or without quorum, requests get 503 with Retry-After after at most this long. Keep it below --request-timeout.")
 	f.DurationVar(&o.etcdReadycheck, "etcd-readycheck-timeout", etcdstore.DefaultReadycheckTimeout, "The timeout of /readyz's check of etcd, as kube-apiserver's flag.")
 	f.Int64Var(&o.leaseReuseDuration, "lease-reuse-duration-seconds", int64(etcdstore.DefaultLeaseReuseDuration/time.Second), "The time in seconds that each etcd lease is reused (capped at 5% of the TTL). A lower value avoids a large number of objects reusing one lease; it must not be too small, or etcd's lease count grows.")
-	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind --token-auth-file when set).")
+	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind authentication and authorization when set: non-resource get on /debug/pprof/*).")
 	return cmd
 }
 
@@ -158,11 +170,14 @@ func run(ctx context.Context, o options) error {
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	var auth *server.TokenAuthenticator
-	if o.tokenAuthFile != "" {
-		var err error
-		if auth, err = server.LoadTokenFile(o.tokenAuthFile); err != nil {
-			return err
+	// Authentication and authorization are built before anything is
+	// opened or served, so a bad flag or file is an error naming it.
+	ao := o.access
+	ao.AuthorizationModes = o.authzModes
+	// Flags say 0 to disable a cache; Options say it with a negative TTL.
+	for _, d := range []*time.Duration{&ao.TokenWebhookCacheTTL, &ao.AuthorizedTTL, &ao.UnauthorizedTTL} {
+		if *d == 0 {
+			*d = -1
 		}
 	}
 	var rateLimit *eventratelimit.Limiter
@@ -178,12 +193,16 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("--admission-control-config-file: %w", err)
 		}
 	}
+	auth, err := access.Build(ao)
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	store, err := openStore(o, log, reg)
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth, Profiling: o.profiling,
+	srv, err := server.New(server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions,
 		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout, BookmarkInterval: o.bookmarkEvery,
 		EventRateLimit: rateLimit})
@@ -212,7 +231,7 @@ func run(ctx context.Context, o options) error {
 	}
 	log.Info("eventsd serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(),
 		"storageBackend", o.storageBackend, "dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", store.Stats().Events,
-		"auth", auth != nil)
+		"auth", auth.Authenticator != nil, "authorizationModes", strings.Join(auth.Modes, ","))
 
 	select {
 	case err = <-errc:

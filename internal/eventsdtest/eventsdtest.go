@@ -198,6 +198,9 @@ func (p *Process) waitReady() {
 	p.t.Fatalf("eventsd at %s not ready within 30s\n%s", p.URL, p.logs.String())
 }
 
+// Logs returns what the process has logged so far.
+func (p *Process) Logs() string { return p.logs.String() }
+
 // PID is the process id of the running eventsd.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 

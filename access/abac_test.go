@@ -1,0 +1,171 @@
+package access
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+)
+
+// testPolicy is the README's example policy file.
+const testPolicy = `# kubectl's discovery for everyone with a token
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"group": "system:authenticated", "readonly": true, "nonResourcePath": "*"}}
+
+# alice: everything with events in namespace dev, in both API groups
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "alice", "namespace": "dev", "apiGroup": "*", "resource": "events"}}
+# bob: read events in namespace prod only
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "bob", "namespace": "prod", "apiGroup": "*", "resource": "events", "readonly": true}}
+# group sre: everything, in every namespace and across namespaces
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"group": "sre", "namespace": "*", "apiGroup": "*", "resource": "*"}}
+# monitoring: scrape /metrics
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "prometheus", "readonly": true, "nonResourcePath": "/metrics"}}
+# core group only
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "carol", "namespace": "dev", "resource": "events"}}
+# both user and group must match
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "dave", "group": "ops", "namespace": "*", "apiGroup": "*", "resource": "events"}}
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "erin", "readonly": true, "nonResourcePath": "/debug/*"}}
+`
+
+func res(u user.Info, verb, group, ns, name string) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{User: u, Verb: verb, APIGroup: group, APIVersion: "v1", Resource: "events", Namespace: ns, Name: name, ResourceRequest: true}
+}
+
+func nonRes(u user.Info, verb, path string) authorizer.AttributesRecord {
+	return authorizer.AttributesRecord{User: u, Verb: verb, Path: path}
+}
+
+func TestABACAuthorize(t *testing.T) {
+	pl, err := ParsePolicies(strings.NewReader(testPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl) != 8 {
+		t.Fatalf("%d policies, want 8", len(pl))
+	}
+	authd := func(name string, groups ...string) user.Info {
+		return &user.DefaultInfo{Name: name, Groups: append(groups, user.AllAuthenticated)}
+	}
+	alice, bob, sam, prom := authd("alice"), authd("bob"), authd("sam", "sre"), authd("prometheus")
+	carol, dave, daveNoOps, erin := authd("carol"), authd("dave", "ops"), authd("dave"), authd("erin")
+	anon := &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+	for _, c := range []struct {
+		name  string
+		attrs authorizer.AttributesRecord
+		allow bool
+	}{
+		// Namespace-scoped user.
+		{"alice lists dev", res(alice, "list", "", "dev", ""), true},
+		{"alice creates in dev", res(alice, "create", "", "dev", ""), true},
+		{"alice deletes in dev, events.k8s.io", res(alice, "delete", "events.k8s.io", "dev", "x"), true},
+		{"alice lists prod", res(alice, "list", "", "prod", ""), false},
+		{"alice lists all namespaces", res(alice, "list", "", "", ""), false},
+		{"alice watches all namespaces", res(alice, "watch", "", "", ""), false},
+		{"alice pods in dev", authorizer.AttributesRecord{User: alice, Verb: "get", Resource: "pods", Namespace: "dev", ResourceRequest: true}, false},
+		// Read-only user.
+		{"bob gets in prod", res(bob, "get", "", "prod", "x"), true},
+		{"bob lists in prod", res(bob, "list", "events.k8s.io", "prod", ""), true},
+		{"bob watches in prod", res(bob, "watch", "", "prod", ""), true},
+		{"bob creates in prod", res(bob, "create", "", "prod", ""), false},
+		{"bob patches in prod", res(bob, "patch", "", "prod", "x"), false},
+		{"bob deletes collection in prod", res(bob, "deletecollection", "", "prod", ""), false},
+		{"bob lists dev", res(bob, "list", "", "dev", ""), false},
+		// Cluster-wide group.
+		{"sre lists all namespaces", res(sam, "list", "", "", ""), true},
+		{"sre watches all namespaces", res(sam, "watch", "events.k8s.io", "", ""), true},
+		{"sre deletes anywhere", res(sam, "delete", "", "kube-system", "x"), true},
+		{"sre cannot write non-resource paths", nonRes(sam, "post", "/metrics"), false},
+		// Non-resource paths.
+		{"discovery for the authenticated", nonRes(bob, "get", "/apis/events.k8s.io/v1"), true},
+		{"discovery is read-only", nonRes(bob, "post", "/api"), false},
+		{"no discovery for the anonymous", nonRes(anon, "get", "/api"), false},
+		{"prometheus scrapes", nonRes(prom, "get", "/metrics"), true},
+		{"exact path only", nonRes(prom, "get", "/metricsx"), true}, // the discovery rule allows any get
+		{"erin reads profiles", nonRes(erin, "get", "/debug/pprof/heap"), true},
+		{"a non-resource rule never matches resources", res(erin, "get", "", "", "x"), false},
+		// Core group only when apiGroup is empty.
+		{"carol core", res(carol, "create", "", "dev", ""), true},
+		{"carol events.k8s.io", res(carol, "create", "events.k8s.io", "dev", ""), false},
+		// User and group.
+		{"dave in ops", res(dave, "create", "", "dev", ""), true},
+		{"dave not in ops", res(daveNoOps, "create", "", "dev", ""), false},
+		{"no user", authorizer.AttributesRecord{Verb: "get", Path: "/api"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, reason, err := pl.Authorize(context.Background(), c.attrs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := d == authorizer.DecisionAllow; got != c.allow {
+				t.Errorf("decision %v, want allow=%v", d, c.allow)
+			}
+			if d != authorizer.DecisionAllow && (d != authorizer.DecisionNoOpinion || reason != noPolicyMatched) {
+				t.Errorf("not allowed: %v %q, want no opinion, %q", d, reason, noPolicyMatched)
+			}
+		})
+	}
+}
+
+func TestABACNonResourceExactPath(t *testing.T) {
+	pl, err := ParsePolicies(strings.NewReader(`{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "p", "nonResourcePath": "/metrics"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &user.DefaultInfo{Name: "p"}
+	for path, want := range map[string]bool{"/metrics": true, "/metricsx": false, "/metrics/x": false, "/api": false} {
+		if d, _, _ := pl.Authorize(context.Background(), nonRes(p, "get", path)); (d == authorizer.DecisionAllow) != want {
+			t.Errorf("%s: %v, want allow=%v", path, d, want)
+		}
+	}
+}
+
+func TestParsePoliciesErrors(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"not JSON", "{nope}\n", "line 1"},
+		{"unversioned", `{"user": "alice"}`, `apiVersion ""`},
+		{"wrong kind", `{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Role", "spec": {}}`, `kind "Role"`},
+		{"second line", "# c\n" + `{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "a"}}` + "\n[1]\n", "line 3"},
+		{"wrong type", `{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"readonly": "yes"}}`, "line 1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParsePolicies(strings.NewReader(c.in))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+	pl, err := ParsePolicies(strings.NewReader("\n# only comments\n\n"))
+	if err != nil || len(pl) != 0 {
+		t.Errorf("empty file: %v %v", pl, err)
+	}
+}
+
+// TestExamplePolicyMatchesReadme: the policy README.md shows is the
+// example file the end-to-end tests run against, and it loads.
+func TestExamplePolicyMatchesReadme(t *testing.T) {
+	policyLines := func(path string) []string {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, `{"apiVersion": "abac.authorization.kubernetes.io/v1beta1"`) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	example := filepath.Join("..", "docs", "examples", "abac-policy.jsonl")
+	if _, err := LoadPolicyFile(example); err != nil {
+		t.Fatal(err)
+	}
+	inFile, inReadme := policyLines(example), policyLines(filepath.Join("..", "README.md"))
+	if len(inFile) == 0 || strings.Join(inFile, "\n") != strings.Join(inReadme, "\n") {
+		t.Errorf("README.md's ABAC example differs from %s:\nREADME:\n%s\nfile:\n%s", example, strings.Join(inReadme, "\n"), strings.Join(inFile, "\n"))
+	}
+}

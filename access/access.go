@@ -1,0 +1,299 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
+	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	authzunion "k8s.io/apiserver/pkg/authorization/union"
+	utilwebhook "k8s.io/apiserver/pkg/util/webhook"
+	tokenwebhook "k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
+	authzwebhook "k8s.io/apiserver/plugin/pkg/authorizer/webhook"
+	authzwebhookmetrics "k8s.io/apiserver/plugin/pkg/authorizer/webhook/metrics"
+
+	"github.com/kubevents/kubevents/server"
+)
+
+// Authorization modes (--authorization-mode), kube-apiserver's names.
+const (
+	ModeAlwaysAllow = "AlwaysAllow"
+	ModeAlwaysDeny  = "AlwaysDeny"
+	ModeABAC        = "ABAC"
+	ModeWebhook     = "Webhook"
+)
+
+// Defaults of Options, kube-apiserver's.
+const (
+	// DefaultAuthorizedTTL is how long a webhook's allow is cached
+	// (--authorization-webhook-cache-authorized-ttl).
+	DefaultAuthorizedTTL = 5 * time.Minute
+	// DefaultUnauthorizedTTL is how long a webhook's deny is cached
+	// (--authorization-webhook-cache-unauthorized-ttl).
+	DefaultUnauthorizedTTL = 30 * time.Second
+	// DefaultTokenWebhookCacheTTL is how long a TokenReview answer is
+	// cached (--authentication-token-webhook-cache-ttl).
+	DefaultTokenWebhookCacheTTL = 2 * time.Minute
+	// DefaultWebhookVersion is the API version of the reviews sent to
+	// webhooks. kube-apiserver's default is still v1beta1; v1 is what
+	// current webhooks (and kube-apiserver itself) answer.
+	DefaultWebhookVersion = "v1"
+)
+
+// Options are the authentication and authorization flags. The zero value
+// is eventsd's default: no authentication (every request is
+// system:anonymous) and AlwaysAllow.
+type Options struct {
+	// TokenAuthFile is a static token file (--token-auth-file).
+	TokenAuthFile string
+	// TokenWebhookConfigFile is a kubeconfig naming a TokenReview
+	// webhook (--authentication-token-webhook-config-file).
+	TokenWebhookConfigFile string
+	// TokenWebhookVersion is v1 or v1beta1; DefaultWebhookVersion when
+	// empty.
+	TokenWebhookVersion string
+	// TokenWebhookCacheTTL caches TokenReview answers;
+	// DefaultTokenWebhookCacheTTL when zero, no cache when negative.
+	TokenWebhookCacheTTL time.Duration
+
+	// AuthorizationModes are tried in order until one allows or denies;
+	// AlwaysAllow when empty.
+	AuthorizationModes []string
+	// PolicyFile is the ABAC policy file (--authorization-policy-file),
+	// required by and only allowed with mode ABAC.
+	PolicyFile string
+	// AuthzWebhookConfigFile is a kubeconfig naming a
+	// SubjectAccessReview webhook
+	// (--authorization-webhook-config-file), required by and only
+	// allowed with mode Webhook.
+	AuthzWebhookConfigFile string
+	// AuthzWebhookVersion is v1 or v1beta1; DefaultWebhookVersion when
+	// empty.
+	AuthzWebhookVersion string
+	// AuthorizedTTL and UnauthorizedTTL cache the webhook's allows and
+	// denies; their defaults when zero, no caching when negative.
+	AuthorizedTTL, UnauthorizedTTL time.Duration
+	// WebhookRetryBackoff is how webhook calls are retried on transient
+	// errors; kube-apiserver's (500ms, 1.5x, 5 steps) when nil.
+	WebhookRetryBackoff *wait.Backoff
+}
+
+// Built is what Build returns: nil members mean no authentication
+// (system:anonymous) and AlwaysAllow.
+type Built struct {
+	// Authenticator authenticates bearer tokens; nil without token flags.
+	Authenticator authenticator.Request
+	// Authorizer decides requests; nil when the only mode is AlwaysAllow.
+	Authorizer authorizer.UnconditionalAuthorizer
+	// Modes are the authorization modes in effect, for logging.
+	Modes []string
+}
+
+// Build validates o and builds the authenticator and authorizer.
+func Build(o Options) (Built, error) {
+	var b Built
+	var err error
+	if b.Authenticator, err = buildAuthenticator(o); err != nil {
+		return Built{}, err
+	}
+	modes := o.AuthorizationModes
+	if len(modes) == 0 {
+		modes = []string{ModeAlwaysAllow}
+	}
+	b.Modes = modes
+	if b.Authorizer, err = buildAuthorizer(o, modes); err != nil {
+		return Built{}, err
+	}
+	if b.Authorizer != nil && b.Authenticator == nil {
+		return Built{}, fmt.Errorf("--authorization-mode=%s needs authentication (--token-auth-file or --authentication-token-webhook-config-file): without it every request is %s", strings.Join(modes, ","), user.Anonymous)
+	}
+	return b, nil
+}
+
+func retryBackoff(o Options) wait.Backoff {
+	if o.WebhookRetryBackoff != nil {
+		return *o.WebhookRetryBackoff
+	}
+	return *authzwebhook.DefaultRetryBackoff()
+}
+
+func webhookVersion(flag, v string) (string, error) {
+	switch v {
+	case "":
+		return DefaultWebhookVersion, nil
+	case "v1", "v1beta1":
+		return v, nil
+	}
+	return "", fmt.Errorf("%s: %q is neither v1 nor v1beta1", flag, v)
+}
+
+func ttl(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
+func buildAuthenticator(o Options) (authenticator.Request, error) {
+	var tokens []authenticator.Token
+	if o.TokenAuthFile != "" {
+		ta, err := server.LoadTokenFile(o.TokenAuthFile)
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, ta)
+	}
+	if o.TokenWebhookConfigFile != "" {
+		version, err := webhookVersion("--authentication-token-webhook-version", o.TokenWebhookVersion)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := utilwebhook.LoadKubeconfig(o.TokenWebhookConfigFile, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--authentication-token-webhook-config-file %s: %w", o.TokenWebhookConfigFile, err)
+		}
+		wh, err := tokenwebhook.New(cfg, version, nil, retryBackoff(o))
+		if err != nil {
+			return nil, fmt.Errorf("--authentication-token-webhook-config-file %s: %w", o.TokenWebhookConfigFile, err)
+		}
+		var t authenticator.Token = wh
+		if d := ttl(o.TokenWebhookCacheTTL, DefaultTokenWebhookCacheTTL); d > 0 {
+			// Errors (a webhook down) are not cached: the next request
+			// asks again.
+			t = tokencache.New(wh, false, d, d)
+		}
+		tokens = append(tokens, t)
+	}
+	if len(tokens) == 0 {
+		return nil, nil
+	}
+	// Authenticated users are in system:authenticated, as in
+	// kube-apiserver, so policies can name everyone with a token.
+	return group.NewAuthenticatedGroupAdder(bearerRequest{bearertoken.New(recordingToken{tokenunion.New(tokens...)})}), nil
+}
+
+// bearerRequest is bearertoken's authenticator, except that a token no
+// token authenticator accepts, without any of them failing, is a plain
+// rejection (not ok, no error), as a request without a token is:
+// bearertoken reports it as an "invalid bearer token" error, which would
+// make a storm of bad tokens look like (and be logged with) a webhook
+// outage.
+type bearerRequest struct{ bearer authenticator.Request }
+
+// tokenOutcome is where recordingToken leaves, for bearerRequest, the
+// error of the token authenticators for one request.
+type tokenOutcome struct{ err error }
+
+type tokenOutcomeKey struct{}
+
+// AuthenticateRequest implements authenticator.Request.
+func (b bearerRequest) AuthenticateRequest(r *http.Request) (*authenticator.Response, bool, error) {
+	o := &tokenOutcome{}
+	// The copy shares r's headers, so bearertoken's removal of the
+	// Authorization header after success applies to r.
+	resp, ok, err := b.bearer.AuthenticateRequest(r.WithContext(context.WithValue(r.Context(), tokenOutcomeKey{}, o)))
+	if !ok && err != nil && o.err == nil {
+		return nil, false, nil
+	}
+	return resp, ok, err
+}
+
+// recordingToken records its token authenticator's error in the request's
+// tokenOutcome.
+type recordingToken struct{ authenticator.Token }
+
+// AuthenticateToken implements authenticator.Token.
+func (t recordingToken) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
+	resp, ok, err := t.Token.AuthenticateToken(ctx, token)
+	if o, _ := ctx.Value(tokenOutcomeKey{}).(*tokenOutcome); o != nil {
+		o.err = err
+	}
+	return resp, ok, err
+}
+
+func buildAuthorizer(o Options, modes []string) (authorizer.Authorizer, error) {
+	seen := map[string]bool{}
+	// Members of system:masters may do anything, before any mode is
+	// asked, as in kube-apiserver.
+	chain := []authzunion.NamedAuthorizer{{AuthorizerName: "system:masters", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)}}
+	for _, m := range modes {
+		if seen[m] {
+			return nil, fmt.Errorf("--authorization-mode: %s given twice", m)
+		}
+		seen[m] = true
+		var a authorizer.Authorizer
+		switch m {
+		case ModeAlwaysAllow:
+			a = authorizerfactory.NewAlwaysAllowAuthorizer()
+		case ModeAlwaysDeny:
+			a = authorizerfactory.NewAlwaysDenyAuthorizer()
+		case ModeABAC:
+			if o.PolicyFile == "" {
+				return nil, errors.New("--authorization-mode=ABAC needs --authorization-policy-file")
+			}
+			pl, err := LoadPolicyFile(o.PolicyFile)
+			if err != nil {
+				return nil, err
+			}
+			a = authorizer.AuthorizerFunc(pl.Authorize)
+		case ModeWebhook:
+			if o.AuthzWebhookConfigFile == "" {
+				return nil, errors.New("--authorization-mode=Webhook needs --authorization-webhook-config-file")
+			}
+			wa, err := newAuthzWebhook(o)
+			if err != nil {
+				return nil, err
+			}
+			a = wa
+		case "RBAC", "Node":
+			return nil, fmt.Errorf("--authorization-mode: eventsd has no %s mode: point Webhook at a cluster's SubjectAccessReview API to use its RBAC", m)
+		default:
+			return nil, fmt.Errorf("--authorization-mode: unknown mode %q: want a comma-separated list of %s, %s, %s, %s", m, ModeAlwaysAllow, ModeAlwaysDeny, ModeABAC, ModeWebhook)
+		}
+		chain = append(chain, authzunion.NamedAuthorizer{AuthorizerName: m, Authorizer: a})
+	}
+	if o.PolicyFile != "" && !seen[ModeABAC] {
+		return nil, errors.New("--authorization-policy-file needs --authorization-mode to include ABAC")
+	}
+	if o.AuthzWebhookConfigFile != "" && !seen[ModeWebhook] {
+		return nil, errors.New("--authorization-webhook-config-file needs --authorization-mode to include Webhook")
+	}
+	if len(modes) == 1 && modes[0] == ModeAlwaysAllow {
+		// Nothing to decide: the server skips authorization.
+		return nil, nil
+	}
+	return authzunion.New(chain...)
+}
+
+func newAuthzWebhook(o Options) (authorizer.Authorizer, error) {
+	version, err := webhookVersion("--authorization-webhook-version", o.AuthzWebhookVersion)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := utilwebhook.LoadKubeconfig(o.AuthzWebhookConfigFile, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--authorization-webhook-config-file %s: %w", o.AuthzWebhookConfigFile, err)
+	}
+	// A webhook that fails has no opinion, and the error denies the
+	// request unless a later mode allows it, as in kube-apiserver.
+	wa, err := authzwebhook.New(cfg, version, ttl(o.AuthorizedTTL, DefaultAuthorizedTTL), ttl(o.UnauthorizedTTL, DefaultUnauthorizedTTL),
+		retryBackoff(o), authorizer.DecisionNoOpinion, nil, ModeWebhook, authzwebhookmetrics.NoopAuthorizerMetrics{}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--authorization-webhook-config-file %s: %w", o.AuthzWebhookConfigFile, err)
+	}
+	return wa, nil
+}

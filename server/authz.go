@@ -1,0 +1,135 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/endpoints/request"
+)
+
+// Outcomes counted by eventsd_unauthorized_requests_total and
+// eventsd_forbidden_requests_total.
+const (
+	// outcomeRejected: no credentials, or credentials no authenticator
+	// accepts (without an error); or no authorizer allowed the request.
+	outcomeRejected = "rejected"
+	// outcomeError: an authenticator or authorizer returned an error (a
+	// webhook down, or a TokenReview reporting one), so the request could
+	// not be authenticated or authorized.
+	outcomeError = "error"
+)
+
+// authLogs rate-limit the log lines of refused requests, one limiter per
+// condition, so that a storm of one (clients without tokens) does not
+// hide another (a webhook down).
+type authLogs struct {
+	unauthenticated, authnError, forbidden, authzError *logLimiter
+}
+
+func newAuthLogs(cfg Config) authLogs {
+	l := func() *logLimiter { return newLogLimiter(cfg.Clock, cfg.Logger, authLogInterval) }
+	return authLogs{unauthenticated: l(), authnError: l(), forbidden: l(), authzError: l()}
+}
+
+// authLogInterval is the least time between two log lines of one kind of
+// refusal; the count of those in between is logged with the next.
+const authLogInterval = 10 * time.Second
+
+// newRequestInfoFactory turns requests into kube-apiserver's request
+// info: the verb, API group, resource, namespace and name authorizers see.
+func newRequestInfoFactory() *request.RequestInfoFactory {
+	return &request.RequestInfoFactory{
+		APIPrefixes:          sets.NewString("api", "apis"),
+		GrouplessAPIPrefixes: sets.NewString("api"),
+	}
+}
+
+// anonymousUser is who requests are when eventsd has no authenticator:
+// kube-apiserver's anonymous user.
+func anonymousUser() user.Info {
+	return &user.DefaultInfo{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+}
+
+// authenticate returns r with its user in the context, as
+// request.UserFrom reads it; without an authenticator the user is
+// system:anonymous. A request that does not authenticate is answered
+// with 401 and ok is false.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (_ *http.Request, _ user.Info, ok bool) {
+	u := s.anonymous
+	if a := s.cfg.Authenticator; a != nil {
+		resp, ok, err := a.AuthenticateRequest(r)
+		if err != nil || !ok {
+			outcome := outcomeRejected
+			if err != nil {
+				// An authenticator failed (a TokenReview webhook down,
+				// or reporting an error): log why.
+				outcome = outcomeError
+				s.authLogs.authnError.Warn("unable to authenticate the request", "method", r.Method, "path", r.URL.Path, "err", err)
+			} else {
+				s.authLogs.unauthenticated.Warn("request refused: no valid credentials", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr)
+			}
+			s.metrics.unauthorized.WithLabelValues(outcome).Inc()
+			writeStatus(w, apierrors.NewUnauthorized("Unauthorized"))
+			return nil, nil, false
+		}
+		u = resp.User
+	}
+	return r.WithContext(request.WithUser(r.Context(), u)), u, true
+}
+
+// authorize asks the authorizer whether u may do what r asks, and
+// answers 403 (kube-apiserver's Forbidden Status) or, when the authorizer
+// failed, 500 if not.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, u user.Info) bool {
+	if s.cfg.Authorizer == nil {
+		return true
+	}
+	attrs, err := s.attributes(r, u)
+	if err != nil {
+		writeStatus(w, apierrors.NewBadRequest(err.Error()))
+		return false
+	}
+	decision, reason, err := s.cfg.Authorizer.Authorize(r.Context(), attrs)
+	if decision == authorizer.DecisionAllow {
+		return true
+	}
+	if err != nil {
+		// Fail closed, with kube-apiserver's code: the request is not
+		// the client's fault, and it may succeed when the webhook is back.
+		s.metrics.forbidden.WithLabelValues(outcomeError).Inc()
+		s.authLogs.authzError.Warn("request denied: authorization failed", "user", u.GetName(), "verb", attrs.Verb, "path", r.URL.Path, "err", err)
+		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("authorization failed, so the request is denied: %w", err)))
+		return false
+	}
+	s.metrics.forbidden.WithLabelValues(outcomeRejected).Inc()
+	s.authLogs.forbidden.Warn("request forbidden", "user", u.GetName(), "verb", attrs.Verb, "path", r.URL.Path, "reason", reason)
+	writeStatus(w, responsewriters.ForbiddenStatusError(attrs, reason))
+	return false
+}
+
+// attributes are what the authorizer decides on, as kube-apiserver's
+// filters derive them from the request info.
+func (s *Server) attributes(r *http.Request, u user.Info) (authorizer.AttributesRecord, error) {
+	info, err := s.requestInfo.NewRequestInfo(r)
+	if err != nil {
+		return authorizer.AttributesRecord{}, fmt.Errorf("cannot tell what the request asks for: %w", err)
+	}
+	return authorizer.AttributesRecord{
+		User:            u,
+		Verb:            info.Verb,
+		Namespace:       info.Namespace,
+		APIGroup:        info.APIGroup,
+		APIVersion:      info.APIVersion,
+		Resource:        info.Resource,
+		Subresource:     info.Subresource,
+		Name:            info.Name,
+		ResourceRequest: info.IsResourceRequest,
+		Path:            info.Path,
+	}, nil
+}
