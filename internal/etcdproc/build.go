@@ -27,9 +27,10 @@ const cacheSubdir = "kubevents"
 // by its key.
 const buildPrefix = "etcd-"
 
-// ErrNoModule is Binary's error when the etcd server module is not in
-// the module cache, so that it cannot be built without a download.
-var ErrNoModule = errors.New("the etcd server module is not in the module cache")
+// ErrNoModule is Binary's error when go cannot find the etcd server
+// module without a download (it is not in the module cache), so that it
+// cannot be built.
+var ErrNoModule = errors.New("the etcd server module is not available")
 
 // binary is the outcome of the one build of a test binary.
 type binary struct {
@@ -98,10 +99,9 @@ func cacheKey(version string) string {
 func buildCached() (string, error) {
 	version, dir, err := moduleInfo()
 	if err != nil {
-		return "", err
-	}
-	if dir == "" {
-		return "", fmt.Errorf("etcdproc: %s %s: %w (go mod download %s fetches it)", serverModule, version, ErrNoModule, serverModule)
+		// go cannot resolve the module without a download it may not
+		// make (an empty module cache, GOPROXY=off, GOFLAGS=-mod=vendor).
+		return "", fmt.Errorf("etcdproc: %w: %w", ErrNoModule, err)
 	}
 	root, err := os.UserCacheDir()
 	if err != nil {
@@ -112,6 +112,9 @@ func buildCached() (string, error) {
 	bin := filepath.Join(bdir, "etcd")
 	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o100 != 0 {
 		return bin, nil
+	}
+	if dir == "" {
+		return "", fmt.Errorf("etcdproc: %s %s: %w: it is not in the module cache (go mod download %s fetches it)", serverModule, version, ErrNoModule, serverModule)
 	}
 	if err := os.MkdirAll(bdir, 0o755); err != nil {
 		return "", fmt.Errorf("etcdproc: cache: %w", err)
