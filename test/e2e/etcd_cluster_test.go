@@ -110,7 +110,8 @@ func TestEtcdClusterKillLeaderUnderLoad(t *testing.T) {
 		killed         atomic.Bool
 		wg             sync.WaitGroup
 	)
-	deadline, hardStop := time.Now().Add(runFor), time.Now().Add(maxRun)
+	loadStart := time.Now()
+	deadline, hardStop := loadStart.Add(runFor), loadStart.Add(maxRun)
 	for w := range writers {
 		wg.Add(1)
 		go func() {
@@ -164,7 +165,7 @@ func TestEtcdClusterKillLeaderUnderLoad(t *testing.T) {
 			}
 		}()
 	}
-	for start := time.Now(); time.Since(start) < killAt && total.Load() < maxTotal/2; {
+	for time.Since(loadStart) < killAt && total.Load() < maxTotal/2 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	leader, err := c.Leader(ctx)
@@ -187,7 +188,7 @@ func TestEtcdClusterKillLeaderUnderLoad(t *testing.T) {
 	for _, n := range failures {
 		nFailed += n
 	}
-	t.Logf("etcd leader m%d killed %v into the load; m%d elected %v later", leader, killAt, next, elected.Round(time.Millisecond))
+	t.Logf("etcd leader m%d killed %v into the load; m%d elected %v later", leader, killStart.Sub(loadStart).Round(time.Millisecond), next, elected.Round(time.Millisecond))
 	t.Logf("creates: %d acknowledged (%d, %d by the replicas; %d, %d after the kill), %d failed %v",
 		len(acked), ackedBy[0], ackedBy[1], ackedAfterKill[0], ackedAfterKill[1], nFailed, failures)
 	// Creates in flight on the killed leader wait for etcd's own request
