@@ -57,9 +57,11 @@ func statusError(err error, rr resourceRequest, name string) *apierrors.StatusEr
 }
 
 // insufficientStorage is the answer to a write the store cannot make
-// durable (a full disk): 507 Insufficient Storage, whose message says why
+// durable (a full disk under pebble; etcd's database over its quota, its
+// NOSPACE alarm raised): 507 Insufficient Storage, whose message says why
 // (the store's error names its data directory and "no space left on
-// device"). Nothing of the write was applied; clients may retry later.
+// device", or etcd's endpoints, "database space exceeded" and etcd's
+// remedy). Nothing of the write was applied; clients may retry later.
 func insufficientStorage(err error) *apierrors.StatusError {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,

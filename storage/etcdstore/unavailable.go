@@ -68,10 +68,47 @@ func isUnavailable(err error) bool {
 		errors.Is(err, clientv3.ErrNoAvailableEndpoints)
 }
 
+// noSpaceError is etcd refusing a write because its database has reached
+// its quota (--quota-backend-bytes) and the NOSPACE alarm is raised:
+// storage.ErrUnavailable, as a full disk under pebble, and not
+// storage.ErrUnreachable, since etcd answers (reads and deletes work)
+// and waiting does not help until an operator frees space. The message
+// names etcd's endpoints and etcd's remedy.
+type noSpaceError struct {
+	endpoints string
+	cause     error
+}
+
+// Error implements error.
+func (e *noSpaceError) Error() string {
+	return "etcd at " + e.endpoints + " refuses writes: database space exceeded (its NOSPACE alarm is raised); " +
+		"free space by compacting and defragmenting etcd, then disarm the alarm " +
+		"(etcdctl compact, etcdctl defrag, etcdctl alarm disarm), or raise its --quota-backend-bytes: " + e.cause.Error()
+}
+
+// Unwrap makes errors.Is hold for storage.ErrUnavailable and for the
+// cause.
+func (e *noSpaceError) Unwrap() []error { return []error{storage.ErrUnavailable, e.cause} }
+
+// isNoSpace reports whether err is etcd's "database space exceeded":
+// the write would take its database past the quota, or the NOSPACE alarm
+// is raised.
+func isNoSpace(err error) bool {
+	if errors.Is(err, rpctypes.ErrNoSpace) {
+		return true
+	}
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.ResourceExhausted && st.Message() == rpctypes.ErrorDesc(rpctypes.ErrGRPCNoSpace)
+}
+
 // unavailable wraps err as storage.ErrUnreachable when it means etcd
 // cannot serve now, unless ctx (the caller's) has ended: then the caller
 // gave up (its own deadline, a client gone) and err is returned as it is.
+// etcd's "database space exceeded" becomes a noSpaceError whatever ctx.
 func (s *Store) unavailable(ctx context.Context, err error) error {
+	if err != nil && isNoSpace(err) {
+		return &noSpaceError{endpoints: strings.Join(s.cli.Endpoints(), ","), cause: err}
+	}
 	if err == nil || ctx.Err() != nil || !isUnavailable(err) {
 		return err
 	}

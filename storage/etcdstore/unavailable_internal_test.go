@@ -43,3 +43,28 @@ func TestIsUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestIsNoSpace: etcd's "database space exceeded", as the client returns
+// it or as a raw gRPC status, wrapped or not, is recognised; other
+// resource-exhausted answers (too many requests) and unavailability are
+// not, and it is not mistaken for unavailability.
+func TestIsNoSpace(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{rpctypes.ErrNoSpace, true},
+		{rpctypes.ErrGRPCNoSpace, true},
+		{fmt.Errorf("put: %w", rpctypes.ErrNoSpace), true},
+		{rpctypes.ErrTooManyRequests, false},
+		{rpctypes.ErrNoLeader, false},
+		{errors.New("etcdserver: mvcc: database space exceeded"), false},
+	} {
+		if got := isNoSpace(tc.err); got != tc.want {
+			t.Errorf("isNoSpace(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	if isUnavailable(rpctypes.ErrNoSpace) {
+		t.Error("etcd's database space exceeded is taken for unavailability")
+	}
+}

@@ -43,7 +43,21 @@ func freePort(t testing.TB) int {
 // ports and data. The caller closes it.
 func Start(t testing.TB, dir string) (*embed.Etcd, string) {
 	t.Helper()
-	return start(t, dir, nil)
+	return start(t, dir, nil, Options{})
+}
+
+// Options are settings of StartWith beyond Start's.
+type Options struct {
+	// QuotaBackendBytes is etcd's --quota-backend-bytes: the size of its
+	// database past which it refuses writes with "database space
+	// exceeded" and raises the NOSPACE alarm. 0 is etcd's default, 2 GiB.
+	QuotaBackendBytes int64
+}
+
+// StartWith is Start with opts.
+func StartWith(t testing.TB, dir string, opts Options) (*embed.Etcd, string) {
+	t.Helper()
+	return start(t, dir, nil, opts)
 }
 
 // TLSFiles are the PEM files of an etcd started with StartTLS: the CA that
@@ -59,11 +73,11 @@ func StartTLS(t testing.TB, dir string) (*embed.Etcd, string, TLSFiles) {
 	t.Helper()
 	files, server := writeCerts(t, dir)
 	e, u := start(t, dir, &transport.TLSInfo{CertFile: server.CertFile, KeyFile: server.KeyFile,
-		TrustedCAFile: files.CAFile, ClientCertAuth: true})
+		TrustedCAFile: files.CAFile, ClientCertAuth: true}, Options{})
 	return e, u, files
 }
 
-func start(t testing.TB, dir string, tlsInfo *transport.TLSInfo) (*embed.Etcd, string) {
+func start(t testing.TB, dir string, tlsInfo *transport.TLSInfo, opts Options) (*embed.Etcd, string) {
 	t.Helper()
 	ports.Lock()
 	p, ok := ports.m[dir]
@@ -87,6 +101,7 @@ func start(t testing.TB, dir string, tlsInfo *transport.TLSInfo) (*embed.Etcd, s
 		cfg.ClientTLSInfo = *tlsInfo
 	}
 	cfg.UnsafeNoFsync = true
+	cfg.QuotaBackendBytes = opts.QuotaBackendBytes
 	cfg.TickMs, cfg.ElectionMs = 10, 100
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 	e, err := embed.StartEtcd(cfg)
