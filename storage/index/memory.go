@@ -69,7 +69,7 @@ func valueOf(ev *corev1.Event, id ID) string { return eventapi.Value(ev, id.Fiel
 func NewMemory(set Set) *Memory {
 	return &Memory{
 		set:     set,
-		obj:     objects{stride: set.Len()},
+		obj:     newObjects(set.Len()),
 		lists:   make([]list, set.Len()),
 		strs:    []string{""},
 		refs:    []uint32{0},
@@ -219,7 +219,7 @@ func (m *Memory) Put(ev *corev1.Event, rev int64) {
 		} else {
 			o = m.obj.add()
 		}
-		m.obj.set(o, m.intern(ev.Namespace), strings.Clone(ev.Name))
+		m.obj.set(o, m.intern(ev.Namespace), ev.Name)
 		// Interning a new namespace does not move at: ids order nothing.
 		m.byKey.insert(at, o)
 	}
@@ -268,7 +268,7 @@ func (m *Memory) Delete(namespace, name string, rev int64) {
 	}
 	m.byKey.remove(at)
 	m.unref(m.obj.ns(o))
-	m.obj.set(o, 0, "")
+	m.obj.release(o)
 	m.free = append(m.free, o)
 }
 
@@ -500,7 +500,7 @@ func (m *Memory) logRemoval(o uint32, rev int64) {
 	}
 	ns := m.obj.ns(o)
 	m.refs[ns]++
-	m.removed = append(m.removed, removal{rev: rev, ns: ns, name: m.obj.name(o)})
+	m.removed = append(m.removed, removal{rev: rev, ns: ns, name: strings.Clone(m.obj.name(o))})
 	for p := range m.set.ids {
 		v := m.obj.val(o, p)
 		if v != 0 {
@@ -548,38 +548,69 @@ func (m *Memory) forget(rev int64) {
 // at a million events briefly doubles 60 MB).
 const objBlock = 4096
 
-// objects are the object tables, by object id: each object's name ("" when
-// the id is free), the id of its namespace and, for each index position p
-// of the set, the id of the value the object has in that index (0 for
-// none).
+// objects are the object tables, by object id: the id of each object's
+// namespace (0 when the id is free), the reference of its name in the
+// name arena and, for each index position p of the set, the id of the
+// value the object has in that index (0 for none).
 type objects struct {
 	n      int // ids handed out
 	stride int // index positions
-	names  [][]string
 	nss    [][]uint32
+	refs   [][]uint32 // name references in names
 	vals   [][]uint32
+	names  nameArena
 }
+
+func newObjects(stride int) objects { return objects{stride: stride, names: newNameArena()} }
 
 // add returns a new object id.
 func (t *objects) add() uint32 {
 	if t.n%objBlock == 0 {
-		t.names = append(t.names, make([]string, objBlock))
 		t.nss = append(t.nss, make([]uint32, objBlock))
+		t.refs = append(t.refs, make([]uint32, objBlock))
 		t.vals = append(t.vals, make([]uint32, objBlock*t.stride))
 	}
 	t.n++
 	return uint32(t.n - 1)
 }
 
-// name returns the name of object o.
-func (t *objects) name(o uint32) string { return t.names[o/objBlock][o%objBlock] }
+// live reports whether object o is in use.
+func (t *objects) live(o uint32) bool { return t.ns(o) != 0 }
+
+// name returns the name of object o, in use. The string shares the name
+// arena's bytes: whoever keeps it beyond the call clones it, or the whole
+// block stays alive with it.
+func (t *objects) name(o uint32) string { return t.names.name(t.refs[o/objBlock][o%objBlock]) }
 
 // ns returns the namespace id of object o.
 func (t *objects) ns(o uint32) uint32 { return t.nss[o/objBlock][o%objBlock] }
 
-// set sets the namespace id and name of object o.
+// set gives object o, free, namespace id ns (not 0) and a copy of name.
 func (t *objects) set(o, ns uint32, name string) {
-	t.nss[o/objBlock][o%objBlock], t.names[o/objBlock][o%objBlock] = ns, name
+	t.nss[o/objBlock][o%objBlock], t.refs[o/objBlock][o%objBlock] = ns, t.names.add(name)
+}
+
+// release frees object o's namespace and name; its values are already 0.
+func (t *objects) release(o uint32) {
+	t.nss[o/objBlock][o%objBlock] = 0
+	t.names.remove(t.refs[o/objBlock][o%objBlock])
+	if t.names.wasteful() {
+		t.compact()
+	}
+}
+
+// compact copies the live names to a new arena, leaving the holes of the
+// removed ones behind: O(objects), once the holes exceed half the live
+// names, so about two copies per name removed.
+func (t *objects) compact() {
+	names := newNameArena()
+	for o := range uint32(t.n) {
+		if t.live(o) {
+			r := &t.refs[o/objBlock][o%objBlock]
+			*r = names.add(t.names.name(*r))
+		}
+	}
+	t.names = names
 }
 
 // val returns the value id of object o at index position p.
