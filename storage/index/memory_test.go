@@ -218,6 +218,20 @@ func (m *Memory) check() error {
 			return fmt.Errorf("value %d %q: id %d in map %v, %d refs", v+1, s, id, ok, refs[v+1])
 		}
 	}
+	inUse := 0
+	for v := 1; v < len(m.strs); v++ {
+		if refs[v] == 0 {
+			continue
+		}
+		b, n := m.strArena.entry(m.strRefs[v])
+		if string(b) != m.strs[v] {
+			return fmt.Errorf("value %d %q: %q in the arena", v, m.strs[v], b)
+		}
+		inUse += n
+	}
+	if inUse != m.strArena.inUse {
+		return fmt.Errorf("value arena: %d bytes in use, counted %d", m.strArena.inUse, inUse)
+	}
 	if len(m.ids) != len(m.strs)-1-len(m.freeStrs) {
 		return fmt.Errorf("%d interned values, %d ids, %d free", len(m.ids), len(m.strs)-1, len(m.freeStrs))
 	}

@@ -6,11 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// TestMemoryNames churns a Memory's names through its arena: short names,
+// TestMemoryNames churns a Memory's names and interned values (a uid per
+// event) through their arenas: short names,
 // names of 128 bytes and more (two-byte lengths) and one longer than a
 // block; deletions that empty blocks (dropped, their numbers reused) and
 // that leave a survivor in each block (holes, until the arena is copied).
@@ -18,7 +21,7 @@ import (
 // accounting is true.
 func TestMemoryNames(t *testing.T) {
 	m := NewMemory(All())
-	live := map[string]bool{}
+	live := map[string]int{} // key: i
 	rev := int64(0)
 	name := func(i int) string {
 		switch {
@@ -29,11 +32,12 @@ func TestMemoryNames(t *testing.T) {
 		}
 		return fmt.Sprintf("pod-%d.%x", i, i*7919)
 	}
+	uid := func(i int) types.UID { return types.UID(fmt.Sprintf("6c1d2f0e-3b7a-4c55-%012d", i)) }
 	put := func(i int) {
 		rev++
 		key := fmt.Sprintf("ns-%d/%s", i%3, name(i))
-		m.Put(event(key, func(ev *corev1.Event) { ev.Reason = "R" }), rev)
-		live[key] = true
+		m.Put(event(key, func(ev *corev1.Event) { ev.Reason, ev.InvolvedObject.UID = "R", uid(i) }), rev)
+		live[key] = i
 	}
 	del := func(i int) {
 		rev++
@@ -43,6 +47,7 @@ func TestMemoryNames(t *testing.T) {
 	}
 	verify := func(step string) {
 		t.Helper()
+		m.Forget(rev) // the removals hold their values
 		if err := m.check(); err != nil {
 			t.Fatalf("%s: %v", step, err)
 		}
@@ -57,6 +62,13 @@ func TestMemoryNames(t *testing.T) {
 		slices.Sort(want)
 		if !slices.Equal(keys, want) {
 			t.Fatalf("%s: %d keys, want %d", step, len(keys), len(want))
+		}
+		for _, k := range want[:min(len(want), 50)] { // each key found by its uid
+			i := live[k]
+			sel := storage.Selector{Fields: eventapi.FieldSelector{{Field: eventapi.FieldInvolvedUID, Value: string(uid(i))}}}
+			if got, _, err := m.Keys(m.Set().Plan(sel), 0, "", 0); err != nil || !slices.Equal(got, []string{k}) {
+				t.Fatalf("%s: keys of uid %s: %v, %v; want %s", step, uid(i), got, err, k)
+			}
 		}
 	}
 
@@ -77,7 +89,7 @@ func TestMemoryNames(t *testing.T) {
 		put(n + i)
 	}
 	verify("refilled")
-	before := m.obj.names
+	before, beforeStrs := m.obj.names, m.strArena
 	for i := n / 2; i < 2*n; i++ { // all but one in 50: every block keeps a few names
 		if i%50 != 0 {
 			del(i)
@@ -85,13 +97,19 @@ func TestMemoryNames(t *testing.T) {
 	}
 	verify("thinned")
 	if a := m.obj.names; a.size > 2*a.inUse+5*nameBlock || len(a.blocks) >= len(before.blocks) && a.size == before.size {
-		t.Errorf("after thinning: %d bytes held for %d in use (%d blocks, %d before): not compacted", a.size, a.inUse, len(a.blocks), len(before.blocks))
+		t.Errorf("after thinning: %d bytes of names held for %d in use (%d blocks, %d before): not compacted", a.size, a.inUse, len(a.blocks), len(before.blocks))
+	}
+	if a := m.strArena; a.size > 2*a.inUse+5*nameBlock || len(a.blocks) >= len(beforeStrs.blocks) && a.size == beforeStrs.size {
+		t.Errorf("after thinning: %d bytes of values held for %d in use (%d blocks, %d before): not compacted", a.size, a.inUse, len(a.blocks), len(beforeStrs.blocks))
 	}
 	for i := n / 2; i < 2*n; i += 50 {
 		del(i)
 	}
 	verify("emptied")
 	if a := m.obj.names; a.inUse != 0 || a.size > nameBlock {
-		t.Errorf("empty index: %d bytes held, %d in use", a.size, a.inUse)
+		t.Errorf("empty index: %d bytes of names held, %d in use", a.size, a.inUse)
+	}
+	if a := m.strArena; a.size > nameBlock {
+		t.Errorf("empty index: %d bytes of values held, %d in use", a.size, a.inUse)
 	}
 }
