@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -40,7 +41,17 @@ func newIndexHolder(m *index.Memory) *indexHolder {
 // buildIndex lists the whole prefix at rev (0: the current revision) and
 // returns an index of index.All() holding every decodable event in it, at
 // that revision. Undecodable values are skipped, as lists skip them.
+//
+// The build decodes every event once: its garbage is several times the
+// index, and the GC lets the heap grow to twice what is live before it
+// collects, so the process would keep that much more memory mapped long
+// after the build. buildIndex ends with one forced collection that also
+// returns the free memory to the OS (debug.FreeOSMemory): at 1M events
+// it takes about 50 ms (BenchmarkMemoryBytesPerEvent's ms/FreeOSMemory),
+// once per build, and brings the replica's RSS from about 1.5 times its
+// live heap down to about its live heap.
 func (s *Store) buildIndex(ctx context.Context, rev int64) (*index.Memory, error) {
+	defer debug.FreeOSMemory()
 	m := index.NewMemory(index.All())
 	start := s.root
 	for {

@@ -185,7 +185,7 @@ func (m *Memory) check() error {
 	refs := make([]uint32, len(m.strs))
 	live := 0
 	for o := range uint32(m.obj.n) {
-		if m.obj.name(o) == "" {
+		if !m.obj.live(o) {
 			continue
 		}
 		live++
@@ -195,6 +195,9 @@ func (m *Memory) check() error {
 				refs[v]++
 			}
 		}
+	}
+	if err := m.obj.checkNames(); err != nil {
+		return err
 	}
 	for _, r := range m.removed {
 		refs[r.ns]++
@@ -214,6 +217,20 @@ func (m *Memory) check() error {
 		if id, ok := m.ids[s]; (refs[v+1] > 0) != ok || ok && id != uint32(v+1) {
 			return fmt.Errorf("value %d %q: id %d in map %v, %d refs", v+1, s, id, ok, refs[v+1])
 		}
+	}
+	inUse := 0
+	for v := 1; v < len(m.strs); v++ {
+		if refs[v] == 0 {
+			continue
+		}
+		b, n := m.strArena.entry(m.strRefs[v])
+		if string(b) != m.strs[v] {
+			return fmt.Errorf("value %d %q: %q in the arena", v, m.strs[v], b)
+		}
+		inUse += n
+	}
+	if inUse != m.strArena.inUse {
+		return fmt.Errorf("value arena: %d bytes in use, counted %d", m.strArena.inUse, inUse)
 	}
 	if len(m.ids) != len(m.strs)-1-len(m.freeStrs) {
 		return fmt.Errorf("%d interned values, %d ids, %d free", len(m.ids), len(m.strs)-1, len(m.freeStrs))
@@ -253,18 +270,56 @@ func (m *Memory) check() error {
 		}
 		want := 0
 		for o := range uint32(m.obj.n) {
-			if m.obj.name(o) != "" && val(o) != 0 {
+			if m.obj.live(o) && val(o) != 0 {
 				want++
 			}
 		}
 		for _, o := range ids {
-			if m.obj.name(o) == "" || val(o) == 0 {
+			if !m.obj.live(o) || val(o) == 0 {
 				return fmt.Errorf("%v lists object %d, free or without a value", m.set.ids[p], o)
 			}
 		}
 		if len(ids) != want {
 			return fmt.Errorf("%v lists %d objects, %d have a value", m.set.ids[p], len(ids), want)
 		}
+	}
+	return nil
+}
+
+// checkNames verifies the name arena: every live object's name in a held
+// block, the live bytes of each block and in all, the size of the blocks,
+// and the dropped blocks.
+func (t *objects) checkNames() error {
+	a := &t.names
+	live := make([]int, len(a.blocks))
+	for o := range uint32(t.n) {
+		if !t.live(o) {
+			continue
+		}
+		ref := t.refs[o/objBlock][o%objBlock]
+		blk := int(ref >> 16)
+		if blk >= len(a.blocks) || a.blocks[blk] == nil || int(ref&0xffff) >= len(a.blocks[blk]) {
+			return fmt.Errorf("object %d: name reference %#x outside the arena", o, ref)
+		}
+		_, n := a.entry(ref)
+		live[blk] += n
+	}
+	size, inUse := 0, 0
+	for blk, b := range a.blocks {
+		if live[blk] != a.live[blk] {
+			return fmt.Errorf("name block %d: %d live bytes, counted %d", blk, live[blk], a.live[blk])
+		}
+		if b == nil != slices.Contains(a.free, uint16(blk)) {
+			return fmt.Errorf("name block %d: dropped %v, in the free list %v", blk, b == nil, slices.Contains(a.free, uint16(blk)))
+		}
+		if b != nil && live[blk] == 0 && blk != a.cur {
+			return fmt.Errorf("name block %d holds no name but is kept", blk)
+		}
+		size += cap(b)
+		inUse += live[blk]
+	}
+	if size != a.size || inUse != a.inUse {
+		return fmt.Errorf("name arena: %d bytes, %d in use; counted %d, %d", size, inUse, a.size, a.inUse)
 	}
 	return nil
 }
