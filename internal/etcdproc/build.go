@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
+	"github.com/kubevents/kubevents/internal/buildcache"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -16,12 +16,6 @@ import (
 // serverModule is the module whose main package is the etcd server, at
 // the version go.mod requires.
 const serverModule = "go.etcd.io/etcd/server/v3"
-
-// cacheSubdir is where, under the user's cache directory, built etcd
-// binaries are kept (beside eventsdtest's kubectl): one build, which
-// takes a minute on a cold Go build cache, reused by every test run until
-// go.mod's etcd version or the Go toolchain changes.
-const cacheSubdir = "kubevents"
 
 // buildPrefix starts the name of each cached build's directory, followed
 // by its key.
@@ -59,23 +53,10 @@ func repoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// goTool is the go command of the toolchain running the tests.
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 // moduleInfo is the version go.mod requires of serverModule and its
 // directory in the module cache ("" when it is not there).
 func moduleInfo() (version, dir string, err error) {
-	cmd := exec.Command(goTool(), "list", "-m", "-f", "{{.Version}} {{.Dir}}", serverModule)
+	cmd := exec.Command(buildcache.GoTool(), "list", "-m", "-f", "{{.Version}} {{.Dir}}", serverModule)
 	cmd.Dir = repoRoot()
 	out, err := cmd.Output()
 	if err != nil {
@@ -103,55 +84,15 @@ func buildCached() (string, error) {
 		// make (an empty module cache, GOPROXY=off, GOFLAGS=-mod=vendor).
 		return "", fmt.Errorf("etcdproc: %w: %w", ErrNoModule, err)
 	}
-	root, err := os.UserCacheDir()
-	if err != nil {
-		root = os.TempDir()
-	}
-	root = filepath.Join(root, cacheSubdir)
-	bdir := filepath.Join(root, buildPrefix+cacheKey(version))
-	bin := filepath.Join(bdir, "etcd")
-	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o100 != 0 {
-		return bin, nil
-	}
-	if dir == "" {
-		return "", fmt.Errorf("etcdproc: %s %s: %w: it is not in the module cache (go mod download %s fetches it)", serverModule, version, ErrNoModule, serverModule)
-	}
-	if err := os.MkdirAll(bdir, 0o755); err != nil {
-		return "", fmt.Errorf("etcdproc: cache: %w", err)
-	}
-	// Built beside its final name and renamed into place, so that test
-	// binaries building at once never run a half-written one.
-	tmp, err := os.CreateTemp(bdir, "etcd.building-")
-	if err != nil {
-		return "", fmt.Errorf("etcdproc: cache: %w", err)
-	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	cmd := exec.Command(goTool(), "build", "-o", tmp.Name(), serverModule)
-	cmd.Dir = repoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("etcdproc: go build %s %s: %w\n%s", serverModule, version, err, out)
-	}
-	if err := os.Chmod(tmp.Name(), 0o755); err != nil {
-		return "", fmt.Errorf("etcdproc: cache: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), bin); err != nil {
-		return "", fmt.Errorf("etcdproc: cache: %w", err)
-	}
-	removeOtherBuilds(root, filepath.Base(bdir))
-	return bin, nil
-}
-
-// removeOtherBuilds removes the cached etcd builds in root but keep.
-// Failures only leave disk space used: they are ignored.
-func removeOtherBuilds(root, keep string) {
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), buildPrefix) && e.Name() != keep {
-			_ = os.RemoveAll(filepath.Join(root, e.Name()))
+	return buildcache.Get(buildcache.Root(), buildPrefix, cacheKey(version), "etcd", func(out string) error {
+		if dir == "" {
+			return fmt.Errorf("etcdproc: %s %s: %w: it is not in the module cache (go mod download %s fetches it)", serverModule, version, ErrNoModule, serverModule)
 		}
-	}
+		cmd := exec.Command(buildcache.GoTool(), "build", "-o", out, serverModule)
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("etcdproc: go build %s %s: %w\n%s", serverModule, version, err, out)
+		}
+		return nil
+	})
 }

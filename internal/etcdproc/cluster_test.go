@@ -3,7 +3,7 @@ package etcdproc
 import (
 	"context"
 	"errors"
-	"os"
+	"github.com/kubevents/kubevents/internal/buildcache"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -29,8 +29,8 @@ func TestClusterKillLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cache, err := os.UserCacheDir(); err == nil && !strings.HasPrefix(bin, filepath.Join(cache, cacheSubdir)+string(filepath.Separator)) {
-		t.Errorf("etcd binary %s is not cached under %s", bin, cache)
+	if root := buildcache.Root(); !strings.HasPrefix(bin, root+string(filepath.Separator)) {
+		t.Errorf("etcd binary %s is not cached under %s", bin, root)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

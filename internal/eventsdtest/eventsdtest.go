@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kubevents/kubevents/internal/buildcache"
 	"io"
 	"net/http"
 	"os"
@@ -39,19 +40,6 @@ var (
 	binPath   string
 )
 
-// GoTool is the go command of the toolchain running the tests.
-func GoTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
-
 // Prepare builds eventsd and finds or builds kubectl ahead of the tests,
 // for a TestMain; Binary and Kubectl then return at once.
 func Prepare() error {
@@ -80,7 +68,7 @@ func buildEventsd() {
 			return
 		}
 		binPath = filepath.Join(buildDir, "eventsd")
-		cmd := exec.Command(GoTool(), "build", "-o", binPath, "./cmd/eventsd")
+		cmd := exec.Command(buildcache.GoTool(), "build", "-o", binPath, "./cmd/eventsd")
 		cmd.Dir = repoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("building eventsd: %v\n%s", err, out)
@@ -334,8 +322,8 @@ func findKubectl() {
 			kubectlErr = err
 			return
 		}
-		kubectlPath, kubectlErr = cachedBuild(kubectlCacheRoot(), key, "kubectl", func(out string) error {
-			cmd := exec.Command(GoTool(), "build", "-o", out, ".")
+		kubectlPath, kubectlErr = buildcache.Get(buildcache.Root(), kubectlBuildPrefix, key, "kubectl", func(out string) error {
+			cmd := exec.Command(buildcache.GoTool(), "build", "-o", out, ".")
 			cmd.Dir = src
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fmt.Errorf("no kubectl on PATH, and building it from k8s.io/kubectl failed: %w\n%s", err, out)

@@ -1,91 +1,10 @@
 package eventsdtest
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 )
-
-// fakeBuild writes an executable standing for a build and counts builds.
-func fakeBuild(n *atomic.Int32, content string) func(string) error {
-	return func(out string) error {
-		n.Add(1)
-		return os.WriteFile(out, []byte(content), 0o755)
-	}
-}
-
-// TestCachedBuildReused: the first run builds into the cache, later runs
-// reuse the build; a new key builds again and removes the old build; a
-// failed build leaves nothing behind.
-func TestCachedBuildReused(t *testing.T) {
-	root := t.TempDir()
-	var builds atomic.Int32
-	bin, err := cachedBuild(root, "aaaa", "kubectl", fakeBuild(&builds, "v1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bin != filepath.Join(root, "kubectl-aaaa", "kubectl") {
-		t.Errorf("built at %s", bin)
-	}
-	again, err := cachedBuild(root, "aaaa", "kubectl", fakeBuild(&builds, "v1"))
-	if err != nil || again != bin || builds.Load() != 1 {
-		t.Fatalf("second run: %s, %v, %d builds; want the first build reused", again, err, builds.Load())
-	}
-
-	newer, err := cachedBuild(root, "bbbb", "kubectl", fakeBuild(&builds, "v2"))
-	if err != nil || builds.Load() != 2 {
-		t.Fatalf("new key: %v, %d builds", err, builds.Load())
-	}
-	if b, _ := os.ReadFile(newer); string(b) != "v2" {
-		t.Errorf("new build holds %q", b)
-	}
-	if _, err := os.Stat(filepath.Dir(bin)); !os.IsNotExist(err) {
-		t.Errorf("the old build is still there: %v", err)
-	}
-
-	boom := errors.New("compile error")
-	if _, err := cachedBuild(root, "cccc", "kubectl", func(out string) error {
-		os.WriteFile(out, []byte("half"), 0o755)
-		return boom
-	}); !errors.Is(err, boom) {
-		t.Fatalf("failed build: %v", err)
-	}
-	entries, _ := os.ReadDir(filepath.Join(root, "kubectl-cccc"))
-	if len(entries) != 0 {
-		t.Errorf("a failed build left %v", entries)
-	}
-	if _, err := os.Stat(newer); err != nil {
-		t.Errorf("a failed build removed the good one: %v", err)
-	}
-}
-
-// TestCachedBuildConcurrent: test binaries building at once each get a
-// complete binary.
-func TestCachedBuildConcurrent(t *testing.T) {
-	root := t.TempDir()
-	var builds atomic.Int32
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			bin, err := cachedBuild(root, "aaaa", "kubectl", fakeBuild(&builds, "complete"))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if b, err := os.ReadFile(bin); err != nil || string(b) != "complete" {
-				t.Errorf("read %q, %v", b, err)
-			}
-		})
-	}
-	wg.Wait()
-	entries, _ := os.ReadDir(filepath.Join(root, "kubectl-aaaa"))
-	if len(entries) != 1 {
-		t.Errorf("cache holds %d files, want the one binary", len(entries))
-	}
-}
 
 // TestKubectlKey: the key changes with tools/kubectl's go.sum.
 func TestKubectlKey(t *testing.T) {

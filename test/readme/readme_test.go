@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubevents/kubevents/internal/eventsdtest"
+	"github.com/kubevents/kubevents/internal/buildcache"
 )
 
 // root is the module root, found from this file's location.
@@ -61,7 +61,7 @@ func TestGoSnippetsCompile(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(eventsdtest.GoTool(), "build", "-o", os.DevNull, ".")
+		cmd := exec.Command(buildcache.GoTool(), "build", "-o", os.DevNull, ".")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("snippet %d does not compile: %v\n%s\n%s", i+1, err, out, src)

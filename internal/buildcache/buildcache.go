@@ -1,0 +1,92 @@
+// Package buildcache keeps binaries that tests build from this module's
+// dependencies (kubectl from tools/kubectl, the etcd server from go.mod)
+// in the user's cache directory, one build per key, so that every test run
+// reuses the last build until its sources or the Go toolchain change,
+// instead of building again or leaving a copy in the temporary directory
+// each time.
+package buildcache
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// Subdir is where, under the user's cache directory, the builds are kept.
+const Subdir = "kubevents"
+
+// Root is the directory builds are cached in: Subdir under the user's
+// cache directory (os.UserCacheDir), or under the temporary directory when
+// there is none; the same on every run either way.
+func Root() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, Subdir)
+}
+
+// GoTool is the go command of the toolchain running the tests.
+func GoTool() string {
+	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
+		return p
+	}
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// Get returns the binary name cached under root in the directory
+// prefix+key, calling build to make it (build writes the binary to the
+// path it is given) when there is none yet. The binary is put in place by
+// a rename, so concurrent test binaries never run a half-written one; the
+// builds cached under other keys with the same prefix (older sources or
+// toolchains) are removed once the new one is in place.
+func Get(root, prefix, key, name string, build func(out string) error) (string, error) {
+	dir := filepath.Join(root, prefix+key)
+	bin := filepath.Join(dir, name)
+	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o100 != 0 {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("build cache: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, name+".building-")
+	if err != nil {
+		return "", fmt.Errorf("build cache: %w", err)
+	}
+	tmp.Close()
+	if err := build(tmp.Name()); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	if err := os.Chmod(tmp.Name(), 0o755); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("build cache: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), bin); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("build cache: %w", err)
+	}
+	removeOthers(root, prefix, filepath.Base(dir))
+	return bin, nil
+}
+
+// removeOthers removes the cached builds in root with prefix but keep.
+// Failures only leave disk space used: they are ignored.
+func removeOthers(root, prefix, keep string) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), prefix) && e.Name() != keep {
+			_ = os.RemoveAll(filepath.Join(root, e.Name()))
+		}
+	}
+}
