@@ -9,12 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage/etcdstore"
 	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -23,8 +21,6 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 // nospaceQuotaBytes is the etcd quota of TestEtcdNoSpace: small enough
@@ -49,20 +45,7 @@ func TestEtcdNoSpace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Store: store, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer func() {
-		srv.BeginShutdown()
-		hs.Close()
-		_ = store.Close()
-	}()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, cs := serveStore(t, store)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	events := cs.CoreV1().Events("default")
@@ -104,7 +87,7 @@ func TestEtcdNoSpace(t *testing.T) {
 
 	// A create: 507 with a Status that says why and what to do.
 	body, _ := json.Marshal(mk("after"))
-	resp, err := http.Post(hs.URL+"/api/v1/namespaces/default/events", "application/json", bytes.NewReader(body))
+	resp, err := http.Post(url+"/api/v1/namespaces/default/events", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,19 +7,15 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage/etcdstore"
 	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -41,21 +37,7 @@ func TestEtcdUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Store: store, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer func() {
-		srv.BeginShutdown()
-		hs.Close()
-		_ = store.Close()
-	}()
-	cfg := &rest.Config{Host: hs.URL, QPS: -1}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, cs := serveStore(t, store)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	events := cs.CoreV1().Events("default")
@@ -63,20 +45,15 @@ func TestEtcdUnavailable(t *testing.T) {
 		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default"},
 			Reason: "Started", Message: "started", Type: corev1.EventTypeNormal}
 	}
-	readyz := func() (int, string) {
+	probe := func() (int, string) {
 		storeClock.Step(2 * time.Second) // past the store's health cache
-		resp, err := http.Get(hs.URL + "/readyz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return readyz(t, url)
 	}
+
 	if _, err := events.Create(ctx, mk("a"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if code, body := readyz(); code != http.StatusOK {
+	if code, body := probe(); code != http.StatusOK {
 		t.Fatalf("/readyz with etcd up: %d %q", code, body)
 	}
 
@@ -91,7 +68,7 @@ func TestEtcdUnavailable(t *testing.T) {
 		{http.MethodGet, "/apis/events.k8s.io/v1/events?watch=1"},
 	} {
 		start := time.Now()
-		r, _ := http.NewRequestWithContext(ctx, req.method, hs.URL+req.path, bytes.NewReader(body))
+		r, _ := http.NewRequestWithContext(ctx, req.method, url+req.path, bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(r)
 		if err != nil {
@@ -115,7 +92,7 @@ func TestEtcdUnavailable(t *testing.T) {
 	if delay, ok := apierrors.SuggestsClientDelay(err); !apierrors.IsServiceUnavailable(err) || !ok || delay != 2 {
 		t.Fatalf("client-go list with etcd down: %v (delay %d, %v)", err, delay, ok)
 	}
-	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "etcd at "+endpoint) {
+	if code, body := probe(); code != http.StatusServiceUnavailable || !strings.Contains(body, "etcd at "+endpoint) {
 		t.Fatalf("/readyz with etcd down: %d %q", code, body)
 	}
 
@@ -132,7 +109,7 @@ func TestEtcdUnavailable(t *testing.T) {
 	e, _ = etcdtest.Start(t, dir)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		code, body := readyz()
+		code, body := probe()
 		if code == http.StatusOK {
 			break
 		}

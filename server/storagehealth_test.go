@@ -4,24 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/pebblestore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 // fullStore is a real store whose writes fail, while full is set, as a
@@ -59,35 +54,14 @@ func TestStoreUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := &fullStore{Interface: ps}
-	srv, err := server.New(server.Config{Store: store, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer func() {
-		srv.BeginShutdown()
-		hs.Close()
-		_ = ps.Close()
-	}()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, cs := serveStore(t, store)
 	ctx := context.Background()
 	events := cs.CoreV1().Events("default")
 	mk := func(name string) *corev1.Event {
 		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default"},
 			Reason: "Started", Message: "started", Type: corev1.EventTypeNormal}
 	}
-	readyz := func() (int, string) {
-		resp, err := http.Get(hs.URL + "/readyz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+
 	if _, err := events.Create(ctx, mk("a"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -98,14 +72,14 @@ func TestStoreUnavailable(t *testing.T) {
 		!strings.Contains(err.Error(), "no space left on device") || !strings.Contains(err.Error(), "data directory data") {
 		t.Fatalf("create on a full store: %v, want a 507 Status naming the data directory and the full disk", err)
 	}
-	if code, body := readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "no space left on device") {
+	if code, body := readyz(t, url); code != http.StatusServiceUnavailable || !strings.Contains(body, "no space left on device") {
 		t.Fatalf("/readyz on a full store: %d %q", code, body)
 	}
 	if l, err := events.List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 1 {
 		t.Fatalf("list on a full store: %v", err)
 	}
 	store.full.Store(false)
-	if code, body := readyz(); code != http.StatusOK {
+	if code, body := readyz(t, url); code != http.StatusOK {
 		t.Fatalf("/readyz after space returned: %d %q", code, body)
 	}
 	if _, err := events.Create(ctx, mk("b"), metav1.CreateOptions{}); err != nil {
