@@ -2,13 +2,13 @@ package etcdstore_test
 
 import (
 	"errors"
+	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/etcdstore"
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -145,23 +145,6 @@ func TestWatchFromRevisionCompactedElsewhere(t *testing.T) {
 	}
 }
 
-// etcdWatchers is etcd's own count of its watchers: the embedded etcd of
-// these tests registers it with the default registry.
-func etcdWatchers(t *testing.T) float64 {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "etcd_debugging_mvcc_watcher_total" {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatal("etcd_debugging_mvcc_watcher_total not registered")
-	return 0
-}
-
 // TestOneEtcdWatchPerReplica: many watches on a replica, from now on and
 // from a revision another replica returned, open no etcd watch besides
 // the replica's shared one, by etcd's own count of watchers.
@@ -172,7 +155,7 @@ func TestOneEtcdWatchPerReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := etcdWatchers(t)
+	before := etcdtest.Watchers(t)
 	const n = 50
 	var ws []storage.Watcher
 	for i := range n {
@@ -205,7 +188,7 @@ func TestOneEtcdWatchPerReplica(t *testing.T) {
 			}
 		}
 	}
-	if after := etcdWatchers(t); after != before {
+	if after := etcdtest.Watchers(t); after != before {
 		t.Fatalf("etcd has %v watchers with %d watches on replica b, %v before: want no more", after, n, before)
 	}
 	if c := b.CatchUpWatches(); c != 0 {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -534,33 +533,16 @@ func TestEtcdReplicasKillUnderLoad(t *testing.T) {
 	}
 }
 
-// etcdWatchers is etcd's own count of its watchers (the etcd in the test
-// process registers it with the default registry).
-func etcdWatchers(t *testing.T) float64 {
-	t.Helper()
-	mfs, err := prometheus.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "etcd_debugging_mvcc_watcher_total" {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatal("etcd_debugging_mvcc_watcher_total not registered")
-	return 0
-}
-
 // TestEtcdReplicasOneEtcdWatchEach: each replica has one etcd watch, by
 // etcd's own count, however many clients watch through it: watches from
 // now on, from a resourceVersion, with bookmarks, and informers. Not
 // parallel: etcd's gauge counts the watchers of every etcd in the process.
 func TestEtcdReplicasOneEtcdWatchEach(t *testing.T) {
-	before := etcdWatchers(t)
+	before := etcdtest.Watchers(t)
 	r := etcdStartReplicas(t, 2)
 	a, b := r.procs[0].Clientset(), r.procs[1].Clientset()
 	ctx := cgCtx(t)
-	if n := etcdWatchers(t) - before; n != 2 {
+	if n := etcdtest.Watchers(t) - before; n != 2 {
 		t.Fatalf("etcd has %v watchers with two idle replicas, want 2", n)
 	}
 	const ns = "fanout"
@@ -602,7 +584,7 @@ func TestEtcdReplicasOneEtcdWatchEach(t *testing.T) {
 		_, ok, _ := inf.GetStore().GetByKey(ns + "/done")
 		return ok, ""
 	})
-	if n := etcdWatchers(t) - before; n != 2 {
+	if n := etcdtest.Watchers(t) - before; n != 2 {
 		t.Fatalf("etcd has %v watchers for two replicas serving 30 watches and an informer (done at %s), want 2", n, done.ResourceVersion)
 	}
 }

@@ -4,6 +4,7 @@ package etcdtest
 
 import (
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -115,4 +116,24 @@ func start(t testing.TB, dir string, tlsInfo *transport.TLSInfo, opts Options) (
 		t.Fatal("etcd not ready in time")
 	}
 	return e, cu.String()
+}
+
+// Watchers is etcd's own count of its open watchers
+// (etcd_debugging_mvcc_watcher_total), which the etcds this package starts
+// in the test process register with Prometheus' default registry: summed
+// over every such etcd, so tests comparing it must not run in parallel
+// with other etcd tests.
+func Watchers(t testing.TB) float64 {
+	t.Helper()
+	mfs, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "etcd_debugging_mvcc_watcher_total" {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("etcd_debugging_mvcc_watcher_total not registered")
+	return 0
 }
