@@ -136,3 +136,42 @@ func TestLoadFile(t *testing.T) {
 		t.Fatalf("LoadFile(good) = %+v, %v", c, err)
 	}
 }
+
+// TestREADMEExample: the example in README.md loads, and chooses what it
+// says.
+func TestREADMEExample(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const section, fence = "### Retention rules", "```yaml\n"
+	_, rest, ok := strings.Cut(string(readme), section)
+	if ok {
+		_, rest, ok = strings.Cut(rest, fence)
+	}
+	ex, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatalf("README.md has no YAML example under %q", section)
+	}
+	c, err := Decode([]byte(ex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPolicy(c, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ev  *corev1.Event
+		ttl time.Duration
+	}{
+		{event("default", "Warning", "BackOff", "kubelet", ""), 7 * 24 * time.Hour},
+		{event("prod", "Warning", "BackOff", "kubelet", ""), 7 * 24 * time.Hour},
+		{event("prod", "Normal", "Started", "kubelet", ""), 24 * time.Hour},
+		{event("default", "Normal", "Started", "kubelet", ""), time.Hour},
+	} {
+		if ttl, _ := p.TTL(tc.ev); ttl != tc.ttl {
+			t.Errorf("%s %s: TTL %v, want %v", tc.ev.Namespace, tc.ev.Type, ttl, tc.ttl)
+		}
+	}
+}
