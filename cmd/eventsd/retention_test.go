@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -113,6 +115,24 @@ func TestEtcdRetention(t *testing.T) {
 		}
 		if ttl.GrantedTTL != tc.granted {
 			t.Errorf("%s/%s: lease granted for %ds, want %d", tc.ns, tc.name, ttl.GrantedTTL, tc.granted)
+		}
+	}
+	// Each TTL keeps its current lease: the second Warning, after writes
+	// with other TTLs, reused the first's.
+	mresp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	for _, want := range []string{
+		"kubevents_etcd_lease_grants_total 3",
+		`eventsd_retention_rule_writes_total{rule="warnings"} 2`,
+		`eventsd_retention_rule_writes_total{rule="1"} 1`,
+		`eventsd_retention_rule_writes_total{rule="default"} 1`,
+	} {
+		if !bytes.Contains(body, []byte(want)) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 }
