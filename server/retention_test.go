@@ -8,6 +8,7 @@ import (
 	"github.com/kubevents/kubevents/server"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -139,4 +140,42 @@ func labelledCounter(t *testing.T, reg *prometheus.Registry, name, label, value 
 		}
 	}
 	return 0
+}
+
+// TestRetentionReportingController: a rule's reportingControllers match
+// events.k8s.io/v1 writes by reportingController and core/v1 writes by
+// source.component.
+func TestRetentionReportingController(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnvWith(t, time.Hour, func(c *server.Config) {
+		c.Retention = &retention.Configuration{Rules: []retention.Rule{
+			{Name: "controllers", ReportingControllers: []string{"example.com/ctl", "kubelet"}, TTL: "10m"},
+		}}
+		c.Registry = reg
+	})
+	now := metav1.NewMicroTime(e.clock.Now())
+	if _, err := e.cs.EventsV1().Events("default").Create(e.ctx, &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "v1"}, EventTime: now,
+		Regarding:           corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default"},
+		ReportingController: "example.com/ctl", ReportingInstance: "ctl-1",
+		Action: "Sync", Reason: "Synced", Note: "n", Type: corev1.EventTypeNormal,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, component := range map[string]string{"core": "kubelet", "other": "scheduler"} {
+		if _, err := e.cs.CoreV1().Events("default").Create(e.ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default"},
+			Reason:         "Started", Message: "m", Type: corev1.EventTypeNormal,
+			Source: corev1.EventSource{Component: component},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := labelledCounter(t, reg, "eventsd_retention_rule_writes_total", "rule", "controllers"); n != 2 {
+		t.Errorf("writes by rule controllers: %v, want 2 (events.k8s.io reportingController, core/v1 source.component)", n)
+	}
+	if n := labelledCounter(t, reg, "eventsd_retention_rule_writes_total", "rule", retention.DefaultRuleName); n != 1 {
+		t.Errorf("writes by the default: %v, want 1 (source scheduler)", n)
+	}
 }
