@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kubevents/kubevents/admission/eventratelimit"
+	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/version"
@@ -35,8 +36,13 @@ const (
 type Config struct {
 	// Store holds the events. Required.
 	Store storage.Interface
-	// EventTTL is how long an event lives after its last write.
+	// EventTTL is how long an event lives after its last write, when
+	// Retention has no rule for it.
 	EventTTL time.Duration
+	// Retention, when set, holds ordered rules giving the events they
+	// match another TTL than EventTTL (the first matching rule's); nil
+	// gives every event EventTTL. It is validated by New.
+	Retention *retention.Configuration
 	// Clock is used for timestamps set by the server, ages in tables,
 	// bookmarks and watch timeouts.
 	Clock clock.WithTicker

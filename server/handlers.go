@@ -168,8 +168,17 @@ func (s *Server) checkObjectSize(ev *corev1.Event) *apierrors.StatusError {
 	return nil
 }
 
-func (s *Server) writeOptions() storage.WriteOptions {
-	return storage.WriteOptions{TTL: s.cfg.EventTTL}
+// writeOptions are the storage options of a write of ev: its TTL is the
+// retention policy's for ev. rule names the policy's rule that chose it,
+// for countRetention once the write is stored.
+func (s *Server) writeOptions(ev *corev1.Event) (opts storage.WriteOptions, rule string) {
+	ttl, rule := s.retention.TTL(ev)
+	return storage.WriteOptions{TTL: ttl}, rule
+}
+
+// countRetention counts a stored write whose TTL rule chose.
+func (s *Server) countRetention(rule string) {
+	s.metrics.retentionWrites.WithLabelValues(rule).Inc()
 }
 
 // respondEvent writes ev in the format o that negotiateOutput returned.
@@ -282,7 +291,8 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 		return
 	}
 	for attempt := 1; ; attempt++ {
-		out, err := s.cfg.Store.Create(r.Context(), ev, s.writeOptions())
+		wo, rule := s.writeOptions(ev)
+		out, err := s.cfg.Store.Create(r.Context(), ev, wo)
 		if errors.Is(err, storage.ErrExists) && generated {
 			if attempt < maxGenerateNameAttempts {
 				ev.Name = generateName(ev.GenerateName)
@@ -296,6 +306,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 			writeStatus(w, statusError(err, rr, ev.Name))
 			return
 		}
+		s.countRetention(rule)
 		s.respondEvent(w, rr, o, http.StatusCreated, out)
 		return
 	}
@@ -379,7 +390,8 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 			if !admit(ev, true) {
 				return
 			}
-			out, err := s.cfg.Store.Create(ctx, ev, s.writeOptions())
+			wo, rule := s.writeOptions(ev)
+			out, err := s.cfg.Store.Create(ctx, ev, wo)
 			if errors.Is(err, storage.ErrExists) {
 				continue // created concurrently: update it instead
 			}
@@ -387,6 +399,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 				writeStatus(w, statusError(err, rr, rr.name))
 				return
 			}
+			s.countRetention(rule)
 			s.respondEvent(w, rr, o, http.StatusCreated, out)
 			return
 		}
@@ -421,7 +434,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 		if !admit(ev, false) {
 			return
 		}
-		wo := s.writeOptions()
+		wo, rule := s.writeOptions(ev)
 		wo.Precondition.Revision = curRev
 		out, err := s.cfg.Store.Update(ctx, ev, wo)
 		if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
@@ -435,6 +448,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 			writeStatus(w, statusError(err, rr, rr.name))
 			return
 		}
+		s.countRetention(rule)
 		s.respondEvent(w, rr, o, http.StatusOK, out)
 		return
 	}

@@ -22,9 +22,14 @@ type metrics struct {
 	// unauthorized and forbidden count requests answered 401 and 403 (or
 	// 500 when authorization failed), by outcome.
 	unauthorized, forbidden *prometheus.CounterVec
+	// retentionWrites counts stored writes by the retention rule that
+	// chose their TTL.
+	retentionWrites *prometheus.CounterVec
 }
 
-func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, error) {
+// newMetrics registers the server's metrics; rules are the retention
+// rules' names, whose counters start at zero.
+func newMetrics(reg *prometheus.Registry, store storage.Interface, rules []string) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventsd_requests_total",
@@ -59,9 +64,16 @@ func newMetrics(reg *prometheus.Registry, store storage.Interface) (*metrics, er
 			Name: "eventsd_forbidden_requests_total",
 			Help: "Requests not authorized: rejected (403, no authorizer allowed them) or error (500, an authorizer such as the webhook failed).",
 		}, []string{"outcome"}),
+		retentionWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "eventsd_retention_rule_writes_total",
+			Help: "Event writes stored (creates, updates and patches), by the --retention-config rule that chose their TTL: its name, or its index when unnamed; default for the --event-ttl of events no rule matches.",
+		}, []string{"rule"}),
+	}
+	for _, r := range rules {
+		m.retentionWrites.WithLabelValues(r)
 	}
 	cs := []prometheus.Collector{
-		m.requests, m.latency, m.watchers, m.rejected, m.rateLimited, m.rateLimitNovel, m.unauthorized, m.forbidden,
+		m.requests, m.latency, m.watchers, m.rejected, m.rateLimited, m.rateLimitNovel, m.unauthorized, m.forbidden, m.retentionWrites,
 		newStoreCollector(store),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

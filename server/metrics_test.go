@@ -29,7 +29,7 @@ func (s *statsStore) Revision() int64 { return 42 }
 func TestStoreMetrics(t *testing.T) {
 	store := &statsStore{}
 	reg := prometheus.NewRegistry()
-	if _, err := newMetrics(reg, store); err != nil {
+	if _, err := newMetrics(reg, store, nil); err != nil {
 		t.Fatal(err)
 	}
 	const want = `

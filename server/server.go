@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,8 @@ type Server struct {
 	openapi   *openAPI
 	version   []byte
 	metricsH  http.Handler
+	// retention chooses each write's TTL.
+	retention *retention.Policy
 
 	handlers           map[verb]handlerFunc
 	readOnly, mutating inflight
@@ -63,7 +66,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.handlers = s.verbHandlers()
 	var err error
-	if s.metrics, err = newMetrics(cfg.Registry, cfg.Store); err != nil {
+	if s.retention, err = retention.NewPolicy(cfg.Retention, cfg.EventTTL); err != nil {
+		return nil, fmt.Errorf("server: Config.Retention: %w", err)
+	}
+	if s.metrics, err = newMetrics(cfg.Registry, cfg.Store, s.retention.RuleNames()); err != nil {
 		return nil, err
 	}
 	if s.discovery, err = newDiscovery(); err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kubevents/kubevents/access"
 	"github.com/kubevents/kubevents/admission/eventratelimit"
+	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/etcdstore"
@@ -51,6 +52,7 @@ type options struct {
 	requestTimeout  time.Duration
 	bookmarkEvery   time.Duration
 	admissionConfig string
+	retentionConfig string
 
 	storageBackend     string
 	etcdServers        []string
@@ -97,6 +99,7 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "Address to serve the API on.")
 	f.StringVar(&o.dataDir, "data-dir", "./eventsd-data", "Directory of the embedded store; created if missing.")
 	f.DurationVar(&o.eventTTL, "event-ttl", server.DefaultEventTTL, "Amount of time to retain events after their last write.")
+	f.StringVar(&o.retentionConfig, "retention-config", "", "File with a RetentionConfiguration (eventsd.kubevents.io/v1alpha1): ordered rules matching events' namespaces, types, reasons and reporting controllers (or source components), each with a TTL; the first rule an event matches gives the TTL of each of its writes, --event-ttl the rest. On etcd the lease follows the rule.")
 	f.DurationVar(&o.historyWindow, "watch-history", pebblestore.DefaultHistoryWindow, "How long changes are kept for watches and paginated lists to resume from.")
 	f.Int64Var(&o.watchRingBytes, "watch-ring-bytes", pebblestore.DefaultRingBytes, "Most bytes of recent changes kept decoded in memory for watchers (at most 4096 changes); watchers further behind read the on-disk change log.")
 	f.Int64Var(&o.minFreeDisk, "min-free-disk-bytes", pebblestore.DefaultMinFreeBytes, "Free space the data directory's filesystem keeps: below it writes get 507 and /readyz fails, until space is freed. Negative: no check.")
@@ -193,6 +196,14 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("--admission-control-config-file: %w", err)
 		}
 	}
+	var retentionConfig *retention.Configuration
+	if o.retentionConfig != "" {
+		c, err := retention.LoadFile(o.retentionConfig)
+		if err != nil {
+			return fmt.Errorf("--retention-config: %w", err)
+		}
+		retentionConfig = c
+	}
 	auth, err := access.Build(ao)
 	if err != nil {
 		return err
@@ -205,7 +216,7 @@ func run(ctx context.Context, o options) error {
 	srv, err := server.New(server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions,
 		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout, BookmarkInterval: o.bookmarkEvery,
-		EventRateLimit: rateLimit})
+		EventRateLimit: rateLimit, Retention: retentionConfig})
 	if err != nil {
 		store.Close()
 		return err

@@ -70,3 +70,57 @@ func TestLeaseReuse(t *testing.T) {
 		t.Fatal("a 10m TTL reused a lease of 105s")
 	}
 }
+
+// TestLeasePerTTL: writes with different TTLs (retention rules), interleaved,
+// each reuse the current lease of their own TTL instead of granting one per
+// switch; past maxCurrentLeases TTLs, leases no write can reuse are
+// forgotten.
+func TestLeasePerTTL(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	var granted []int64
+	m := &leaseManager{
+		clock: clk, reuse: DefaultLeaseReuseDuration, maxObjects: 1000,
+		grant: func(_ context.Context, secs int64) (clientv3.LeaseID, error) {
+			granted = append(granted, secs)
+			return clientv3.LeaseID(len(granted)), nil
+		},
+	}
+	ctx := context.Background()
+	lease := func(ttl time.Duration) clientv3.LeaseID {
+		t.Helper()
+		id, err := m.lease(ctx, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	hour, week := lease(time.Hour), lease(7*24*time.Hour)
+	for range 10 {
+		clk.Step(time.Second)
+		if h, w := lease(time.Hour), lease(7*24*time.Hour); h != hour || w != week {
+			t.Fatalf("interleaved writes got leases %d, %d, want %d, %d reused", h, w, hour, week)
+		}
+	}
+	if len(granted) != 2 || granted[0] != 3660 || granted[1] != 7*24*3600+60 {
+		t.Fatalf("granted %v, want [3660 604860]", granted)
+	}
+	// Many TTLs: the map stays bounded.
+	for i := range 3 * maxCurrentLeases {
+		lease(time.Duration(100+i) * time.Minute)
+		if len(m.byTTL) > maxCurrentLeases {
+			t.Fatalf("%d current leases, want at most %d", len(m.byTTL), maxCurrentLeases)
+		}
+	}
+	// At the bound, a new TTL drops the leases whose windows have passed
+	// and keeps those still reusable.
+	clear(m.byTTL)
+	for i := range maxCurrentLeases - 1 {
+		lease(time.Duration(100+i) * time.Minute)
+	}
+	clk.Step(2 * time.Minute) // past those windows (60s)
+	fresh := lease(time.Hour)
+	lease(time.Minute)
+	if len(m.byTTL) != 2 || lease(time.Hour) != fresh {
+		t.Fatalf("%d current leases after the windows passed, want the 1h and 1m ones", len(m.byTTL))
+	}
+}

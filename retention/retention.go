@@ -1,0 +1,193 @@
+package retention
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+)
+
+// The apiVersion and kind a retention configuration file must declare.
+const (
+	ConfigurationAPIVersion = "eventsd.kubevents.io/v1alpha1"
+	ConfigurationKind       = "RetentionConfiguration"
+)
+
+// DefaultRuleName is the rule name Policy.TTL reports for an event no rule
+// matched, which keeps the default TTL.
+const DefaultRuleName = "default"
+
+// Configuration is the retention configuration file.
+type Configuration struct {
+	metav1.TypeMeta `json:",inline"`
+	// Rules are tried in order; the first matching an event gives its TTL.
+	Rules []Rule `json:"rules"`
+}
+
+// Rule matches events and gives their TTL. Each empty list matches any
+// value; a rule matches an event when every non-empty list contains the
+// event's value.
+type Rule struct {
+	// Name, optional, names the rule in metrics; the rule's index
+	// otherwise.
+	Name string `json:"name,omitempty"`
+	// Namespaces are the events' namespaces.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// Types are event types: Normal or Warning.
+	Types []string `json:"types,omitempty"`
+	// Reasons are the events' reasons.
+	Reasons []string `json:"reasons,omitempty"`
+	// ReportingControllers match an event's reportingController
+	// (events.k8s.io/v1) or its source.component (core/v1): either
+	// being in the list matches.
+	ReportingControllers []string `json:"reportingControllers,omitempty"`
+	// TTL is how long a matching event lives after each write: a
+	// positive Go duration such as 168h, 24h or 90m. Required.
+	TTL string `json:"ttl"`
+}
+
+// matches reports whether ev is one of the rule's events.
+func (r *Rule) matches(ev *corev1.Event) bool {
+	in := func(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
+	if !in(r.Namespaces, ev.Namespace) || !in(r.Types, ev.Type) || !in(r.Reasons, ev.Reason) {
+		return false
+	}
+	if len(r.ReportingControllers) == 0 {
+		return true
+	}
+	return slices.Contains(r.ReportingControllers, ev.ReportingController) ||
+		(ev.Source.Component != "" && slices.Contains(r.ReportingControllers, ev.Source.Component))
+}
+
+// Validate returns the configuration's errors, each naming its rule and
+// field (rules[1].ttl).
+func (c *Configuration) Validate() field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]int{}
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		p := field.NewPath("rules").Index(i)
+		if r.TTL == "" {
+			errs = append(errs, field.Required(p.Child("ttl"), "a duration such as 24h"))
+		} else if d, err := time.ParseDuration(r.TTL); err != nil {
+			errs = append(errs, field.Invalid(p.Child("ttl"), r.TTL, fmt.Sprintf("not a duration (such as 168h or 90m): %v", err)))
+		} else if d <= 0 {
+			errs = append(errs, field.Invalid(p.Child("ttl"), r.TTL, "must be positive"))
+		}
+		for j, t := range r.Types {
+			if t != corev1.EventTypeNormal && t != corev1.EventTypeWarning {
+				errs = append(errs, field.NotSupported(p.Child("types").Index(j), t, []string{corev1.EventTypeNormal, corev1.EventTypeWarning}))
+			}
+		}
+		if r.Name != "" {
+			if prev, dup := names[r.Name]; dup {
+				errs = append(errs, field.Duplicate(p.Child("name"), fmt.Sprintf("%s (also rules[%d].name)", r.Name, prev)))
+			}
+			names[r.Name] = i
+			if r.Name == DefaultRuleName {
+				errs = append(errs, field.Invalid(p.Child("name"), r.Name, "is reserved for events no rule matches"))
+			}
+		}
+	}
+	return errs
+}
+
+// Decode reads a Configuration in YAML or JSON and validates it. Unknown
+// and duplicate fields are errors, so that a misspelt key is not silently
+// "any".
+func Decode(data []byte) (*Configuration, error) {
+	// YAMLToJSONStrict refuses duplicate keys; the strict JSON decoder
+	// names unknown fields with their path (rules[0].namespace).
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", ConfigurationKind, err)
+	}
+	c := &Configuration{}
+	strict, err := sigsjson.UnmarshalStrict(js, c, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", ConfigurationKind, err)
+	}
+	if len(strict) > 0 {
+		return nil, fmt.Errorf("decoding %s: %w", ConfigurationKind, errors.Join(strict...))
+	}
+	if c.APIVersion != ConfigurationAPIVersion || c.Kind != ConfigurationKind {
+		return nil, fmt.Errorf("decoding %s: want apiVersion %s, kind %s; found apiVersion %q, kind %q",
+			ConfigurationKind, ConfigurationAPIVersion, ConfigurationKind, c.APIVersion, c.Kind)
+	}
+	if errs := c.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid %s: %w", ConfigurationKind, errs.ToAggregate())
+	}
+	return c, nil
+}
+
+// LoadFile reads and decodes the configuration file at path; its errors
+// name the file.
+func LoadFile(path string) (*Configuration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("retention config: %w", err)
+	}
+	c, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("retention config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Policy chooses the TTL of each event write; build it with NewPolicy.
+// It is immutable, safe for concurrent use.
+type Policy struct {
+	rules      []Rule
+	ttls       []time.Duration
+	names      []string
+	defaultTTL time.Duration
+}
+
+// NewPolicy returns the policy of c's rules, with defaultTTL for events no
+// rule matches; a nil c gives every event defaultTTL. It validates c.
+func NewPolicy(c *Configuration, defaultTTL time.Duration) (*Policy, error) {
+	p := &Policy{defaultTTL: defaultTTL}
+	if c == nil {
+		return p, nil
+	}
+	if errs := c.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("invalid %s: %w", ConfigurationKind, errs.ToAggregate())
+	}
+	p.rules = slices.Clone(c.Rules)
+	for i, r := range p.rules {
+		d, _ := time.ParseDuration(r.TTL) // validated above
+		p.ttls = append(p.ttls, d)
+		name := r.Name
+		if name == "" {
+			name = strconv.Itoa(i)
+		}
+		p.names = append(p.names, name)
+	}
+	return p, nil
+}
+
+// RuleNames are the names TTL reports, in rule order, then
+// DefaultRuleName.
+func (p *Policy) RuleNames() []string {
+	return append(slices.Clone(p.names), DefaultRuleName)
+}
+
+// TTL returns the TTL of a write of ev and the name of the rule that chose
+// it: the first matching rule's name (its index when unnamed), or
+// DefaultRuleName and the default TTL.
+func (p *Policy) TTL(ev *corev1.Event) (time.Duration, string) {
+	for i := range p.rules {
+		if p.rules[i].matches(ev) {
+			return p.ttls[i], p.names[i]
+		}
+	}
+	return p.defaultTTL, DefaultRuleName
+}

@@ -1,0 +1,181 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kubevents/kubevents/retention"
+	"github.com/kubevents/kubevents/server"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// retentionRules are the issue's example: Warning events kept 7 days,
+// namespace prod 24 hours, everything else the default --event-ttl.
+var retentionRules = &retention.Configuration{
+	TypeMeta: metav1.TypeMeta{APIVersion: retention.ConfigurationAPIVersion, Kind: retention.ConfigurationKind},
+	Rules: []retention.Rule{
+		{Name: "warnings", Types: []string{corev1.EventTypeWarning}, TTL: "168h"},
+		{Namespaces: []string{"prod"}, TTL: "24h"},
+	},
+}
+
+// TestRetentionRulesOnFakeClock: each write's TTL is its event's first
+// matching retention rule's (or the default), taken again at every write;
+// the rule choosing it is counted.
+func TestRetentionRulesOnFakeClock(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnvWith(t, time.Hour, func(c *server.Config) {
+		c.Retention = retentionRules
+		c.Registry = reg
+	})
+	create := func(ns, name, typ string) *corev1.Event {
+		t.Helper()
+		ev, err := e.cs.CoreV1().Events(ns).Create(e.ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: ns},
+			Reason:         "Started", Message: "started", Type: typ,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	// nextDeleted is the name of the next event the watch sees expire.
+	long := int64(10 * 24 * 3600) // the watch timeout runs on the same fake clock
+	w, err := e.cs.CoreV1().Events("").Watch(e.ctx, metav1.ListOptions{ResourceVersion: "0", TimeoutSeconds: &long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	nextDeleted := func() string {
+		t.Helper()
+		for {
+			ev, ok := e.next(w, 0)
+			if !ok {
+				t.Fatal("watch closed")
+			}
+			if ev.Type == watch.Deleted {
+				return ev.Object.(*corev1.Event).Name
+			}
+		}
+	}
+	exists := func(ns, name string) {
+		t.Helper()
+		if _, err := e.cs.CoreV1().Events(ns).Get(e.ctx, name, metav1.GetOptions{}); err != nil {
+			t.Fatalf("%s/%s expired early: %v", ns, name, err)
+		}
+	}
+
+	create("default", "normal", corev1.EventTypeNormal)   // default: 1h
+	create("default", "warning", corev1.EventTypeWarning) // warnings: 168h
+	create("prod", "warning", corev1.EventTypeWarning)    // warnings first: 168h
+	create("prod", "normal", corev1.EventTypeNormal)      // rule 1: 24h
+
+	e.clock.Step(time.Hour + time.Second)
+	if got := nextDeleted(); got != "normal" {
+		t.Fatalf("%s expired first, want default/normal at the default TTL", got)
+	}
+	exists("prod", "normal")
+	exists("default", "warning")
+
+	// A write restarts the TTL its rule gives: prod/normal now lives
+	// until 25h+1s.
+	if _, err := e.cs.CoreV1().Events("prod").Patch(e.ctx, "normal", types.MergePatchType,
+		[]byte(`{"message":"again"}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Step(22*time.Hour + 500*time.Millisecond)
+	// The sentinel expires at 24h+1.5s, after prod/normal's first TTL
+	// would have: it being the next to expire shows that one was restarted.
+	create("default", "sentinel", corev1.EventTypeNormal)
+	e.clock.Step(time.Hour)
+	if got := nextDeleted(); got != "sentinel" {
+		t.Fatalf("%s expired at 24h+1.5s, want only the sentinel", got)
+	}
+	exists("prod", "normal")
+	e.clock.Step(time.Hour)
+	if got := nextDeleted(); got != "normal" {
+		t.Fatalf("%s expired at 25h+1.5s, want prod/normal", got)
+	}
+	exists("default", "warning")
+	exists("prod", "warning")
+
+	e.clock.Step(167*time.Hour - 25*time.Hour - 2*time.Second) // 167h - 0.5s: a Warning's 7 days not yet passed
+	exists("default", "warning")
+	e.clock.Step(time.Hour + time.Second)
+	got := map[string]bool{nextDeleted(): true, nextDeleted(): true}
+	if !got["warning"] || len(got) != 1 {
+		t.Fatalf("expired %v after 7 days, want the two Warning events", got)
+	}
+
+	for rule, want := range map[string]float64{"warnings": 2, "1": 2, retention.DefaultRuleName: 2} {
+		if n := labelledCounter(t, reg, "eventsd_retention_rule_writes_total", "rule", rule); n != want {
+			t.Errorf("eventsd_retention_rule_writes_total{rule=%q} = %v, want %v", rule, n, want)
+		}
+	}
+}
+
+// labelledCounter is the value of the counter name whose label is value.
+func labelledCounter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestRetentionReportingController: a rule's reportingControllers match
+// events.k8s.io/v1 writes by reportingController and core/v1 writes by
+// source.component.
+func TestRetentionReportingController(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnvWith(t, time.Hour, func(c *server.Config) {
+		c.Retention = &retention.Configuration{Rules: []retention.Rule{
+			{Name: "controllers", ReportingControllers: []string{"example.com/ctl", "kubelet"}, TTL: "10m"},
+		}}
+		c.Registry = reg
+	})
+	now := metav1.NewMicroTime(e.clock.Now())
+	if _, err := e.cs.EventsV1().Events("default").Create(e.ctx, &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "v1"}, EventTime: now,
+		Regarding:           corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default"},
+		ReportingController: "example.com/ctl", ReportingInstance: "ctl-1",
+		Action: "Sync", Reason: "Synced", Note: "n", Type: corev1.EventTypeNormal,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, component := range map[string]string{"core": "kubelet", "other": "scheduler"} {
+		if _, err := e.cs.CoreV1().Events("default").Create(e.ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web", Namespace: "default"},
+			Reason:         "Started", Message: "m", Type: corev1.EventTypeNormal,
+			Source: corev1.EventSource{Component: component},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := labelledCounter(t, reg, "eventsd_retention_rule_writes_total", "rule", "controllers"); n != 2 {
+		t.Errorf("writes by rule controllers: %v, want 2 (events.k8s.io reportingController, core/v1 source.component)", n)
+	}
+	if n := labelledCounter(t, reg, "eventsd_retention_rule_writes_total", "rule", retention.DefaultRuleName); n != 1 {
+		t.Errorf("writes by the default: %v, want 1 (source scheduler)", n)
+	}
+}
