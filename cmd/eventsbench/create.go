@@ -129,10 +129,25 @@ func (c createConfig) validate() error {
 	return nil
 }
 
+// createWorker is one client's record of a load run (creates or lists).
 type createWorker struct {
 	samples  []time.Duration
 	errors   int64
 	firstErr error
+}
+
+// mergeWorkers gathers the workers' latencies, their error count and the
+// first error any of them met ("" for none).
+func mergeWorkers(workers []createWorker) (all []time.Duration, errors int64, firstErr string) {
+	for i := range workers {
+		w := &workers[i]
+		all = append(all, w.samples...)
+		errors += w.errors
+		if w.firstErr != nil && firstErr == "" {
+			firstErr = w.firstErr.Error()
+		}
+	}
+	return all, errors, firstErr
 }
 
 // runCreate runs the create benchmark. It returns an error only if it could
@@ -221,15 +236,8 @@ func runCreate(ctx context.Context, cfg createConfig) (*createResult, error) {
 		WarmupS: cfg.Warmup.Seconds(), DurationS: cfg.Duration.Seconds(),
 		Connections: dials.Load(),
 	}
-	var all []time.Duration
-	for i := range workers {
-		w := &workers[i]
-		all = append(all, w.samples...)
-		res.Errors += w.errors
-		if w.firstErr != nil && res.FirstError == "" {
-			res.FirstError = w.firstErr.Error()
-		}
-	}
+	all, errs, firstErr := mergeWorkers(workers)
+	res.Errors, res.FirstError = errs, firstErr
 	res.Requests = int64(len(all))
 	res.CreatesPerSec = round3(float64(res.Requests) / cfg.Duration.Seconds())
 	res.latencies = summarize(all)

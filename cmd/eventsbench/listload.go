@@ -113,15 +113,8 @@ func runListLoad(ctx context.Context, cfg listLoadConfig) (*listLoadResult, erro
 		return nil, err
 	}
 	res := &listLoadResult{Replicas: len(cfg.Servers), Clients: cfg.Clients, DurationS: cfg.Duration.Seconds(), Items: cfg.WantItems}
-	var all []time.Duration
-	for i := range workers {
-		w := &workers[i]
-		all = append(all, w.samples...)
-		res.Errors += w.errors
-		if w.firstErr != nil && res.FirstError == "" {
-			res.FirstError = w.firstErr.Error()
-		}
-	}
+	all, errs, firstErr := mergeWorkers(workers)
+	res.Errors, res.FirstError = errs, firstErr
 	res.Lists = int64(len(all))
 	res.ListsPerSec = round3(float64(res.Lists) / cfg.Duration.Seconds())
 	res.latencies = summarize(all)
