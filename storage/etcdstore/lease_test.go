@@ -14,23 +14,7 @@ import (
 // that window, as kube-apiserver's lease manager does.
 func TestLeaseReuse(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	var granted []int64
-	m := &leaseManager{
-		clock: clk, reuse: DefaultLeaseReuseDuration, maxObjects: 3,
-		grant: func(_ context.Context, secs int64) (clientv3.LeaseID, error) {
-			granted = append(granted, secs)
-			return clientv3.LeaseID(len(granted)), nil
-		},
-	}
-	ctx := context.Background()
-	lease := func(ttl time.Duration) clientv3.LeaseID {
-		t.Helper()
-		id, err := m.lease(ctx, ttl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	_, grants, lease := newTestLeases(t, clk, 3)
 	// 1h TTL: window min(180s, 60s) = 60s.
 	first := lease(time.Hour)
 	if id := lease(time.Hour); id != first {
@@ -44,18 +28,18 @@ func TestLeaseReuse(t *testing.T) {
 		t.Fatal("a fourth object went to a lease capped at three")
 	}
 	clk.Step(61 * time.Second)
-	before := len(granted)
+	before := len(*grants)
 	lease(time.Hour)
-	if len(granted) != before+1 {
+	if len(*grants) != before+1 {
 		t.Fatal("the lease was reused past its window")
 	}
-	if granted[0] != 3660 {
-		t.Fatalf("granted %ds for a 1h TTL, want 3660", granted[0])
+	if (*grants)[0] != 3660 {
+		t.Fatalf("granted %ds for a 1h TTL, want 3660", (*grants)[0])
 	}
 	// 100s TTL: window 5% = 5s, granted 105s.
 	short := lease(100 * time.Second)
-	if granted[len(granted)-1] != 105 {
-		t.Fatalf("granted %ds for a 100s TTL, want 105", granted[len(granted)-1])
+	if (*grants)[len(*grants)-1] != 105 {
+		t.Fatalf("granted %ds for a 100s TTL, want 105", (*grants)[len(*grants)-1])
 	}
 	clk.Step(4 * time.Second)
 	if id := lease(100 * time.Second); id != short {
@@ -77,23 +61,7 @@ func TestLeaseReuse(t *testing.T) {
 // forgotten.
 func TestLeasePerTTL(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	var granted []int64
-	m := &leaseManager{
-		clock: clk, reuse: DefaultLeaseReuseDuration, maxObjects: 1000,
-		grant: func(_ context.Context, secs int64) (clientv3.LeaseID, error) {
-			granted = append(granted, secs)
-			return clientv3.LeaseID(len(granted)), nil
-		},
-	}
-	ctx := context.Background()
-	lease := func(ttl time.Duration) clientv3.LeaseID {
-		t.Helper()
-		id, err := m.lease(ctx, ttl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	m, grants, lease := newTestLeases(t, clk, 1000)
 	hour, week := lease(time.Hour), lease(7*24*time.Hour)
 	for range 10 {
 		clk.Step(time.Second)
@@ -101,8 +69,8 @@ func TestLeasePerTTL(t *testing.T) {
 			t.Fatalf("interleaved writes got leases %d, %d, want %d, %d reused", h, w, hour, week)
 		}
 	}
-	if len(granted) != 2 || granted[0] != 3660 || granted[1] != 7*24*3600+60 {
-		t.Fatalf("granted %v, want [3660 604860]", granted)
+	if len(*grants) != 2 || (*grants)[0] != 3660 || (*grants)[1] != 7*24*3600+60 {
+		t.Fatalf("granted %v, want [3660 604860]", (*grants))
 	}
 	// Many TTLs: the map stays bounded.
 	for i := range 3 * maxCurrentLeases {
@@ -123,4 +91,26 @@ func TestLeasePerTTL(t *testing.T) {
 	if len(m.byTTL) != 2 || lease(time.Hour) != fresh {
 		t.Fatalf("%d current leases after the windows passed, want the 1h and 1m ones", len(m.byTTL))
 	}
+}
+
+// newTestLeases is a lease manager on clk whose grants are recorded (the
+// TTLs granted, in order) and a function taking a lease from it.
+func newTestLeases(t *testing.T, clk *clocktesting.FakeClock, maxObjects int) (*leaseManager, *[]int64, func(time.Duration) clientv3.LeaseID) {
+	granted := new([]int64)
+	m := &leaseManager{
+		clock: clk, reuse: DefaultLeaseReuseDuration, maxObjects: maxObjects,
+		grant: func(_ context.Context, secs int64) (clientv3.LeaseID, error) {
+			*granted = append(*granted, secs)
+			return clientv3.LeaseID(len(*granted)), nil
+		},
+	}
+	lease := func(ttl time.Duration) clientv3.LeaseID {
+		t.Helper()
+		id, err := m.lease(context.Background(), ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	return m, granted, lease
 }
