@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"github.com/kubevents/kubevents/internal/metricstest"
 	"testing"
 	"time"
 
@@ -133,7 +134,7 @@ func shutdownDriven(e *rateEnv, shutdown func()) {
 func driveUntil(t *testing.T, e *rateEnv, what string, done func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for metricSum(t, e.reg, "eventsd_event_rate_limit_refusals_total") == 0 {
+	for metricstest.Sum(t, e.reg, "eventsd_event_rate_limit_refusals_total") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the storm was never refused: the limit did not bite")
 		}
@@ -207,7 +208,7 @@ func TestRateLimitEventsStorm(t *testing.T) {
 		}
 		return stormCounted(counts)
 	})
-	if n := metricSum(t, e.reg, "eventsd_event_rate_limit_refusals_total"); n == 0 {
+	if n := metricstest.Sum(t, e.reg, "eventsd_event_rate_limit_refusals_total"); n == 0 {
 		mfs, _ := e.reg.Gather()
 		for _, mf := range mfs {
 			if mf.GetName() == "eventsd_requests_total" {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"github.com/kubevents/kubevents/internal/metricstest"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"log/slog"
@@ -301,29 +302,10 @@ func TestRateLimitNovelty(t *testing.T) {
 	if !strings.Contains(err.Error(), "limit reached on type SourceAndObject") {
 		t.Errorf("%v does not name the SourceAndObject limit too", err)
 	}
-	if n := metricSum(t, e.reg, "eventsd_event_rate_limit_novel_admissions_total"); n != 2 {
+	if n := metricstest.Sum(t, e.reg, "eventsd_event_rate_limit_novel_admissions_total"); n != 2 {
 		t.Errorf("novel admissions %v, want 2", n)
 	}
 	wantRefusals(t, e.reg, map[eventratelimit.LimitType]int{eventratelimit.SourceAndObjectLimitType: 3, eventratelimit.NamespaceLimitType: 1})
-}
-
-// metricSum is the sum of the samples of the counter family name, 0 when
-// it has none yet.
-func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
 }
 
 // TestRateLimitClientGoHonoursRetryAfter: client-go's typed client, given
@@ -342,7 +324,7 @@ func TestRateLimitClientGoHonoursRetryAfter(t *testing.T) {
 		done <- err
 	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for metricSum(t, e.reg, "eventsd_event_rate_limit_refusals_total") == 0 {
+	for metricstest.Sum(t, e.reg, "eventsd_event_rate_limit_refusals_total") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the second create was not refused")
 		}
@@ -420,7 +402,7 @@ func TestRateLimitNoveltyNeedsAnObject(t *testing.T) {
 	if err := post("B"); !apierrors.IsTooManyRequests(err) {
 		t.Fatalf("got %v, want 429", err)
 	}
-	if n := metricSum(t, e.reg, "eventsd_event_rate_limit_novel_admissions_total"); n != 0 {
+	if n := metricstest.Sum(t, e.reg, "eventsd_event_rate_limit_novel_admissions_total"); n != 0 {
 		t.Errorf("novel admissions %v, want 0", n)
 	}
 }

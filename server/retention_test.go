@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"github.com/kubevents/kubevents/internal/metricstest"
 	"testing"
 	"time"
 
@@ -114,32 +115,10 @@ func TestRetentionRulesOnFakeClock(t *testing.T) {
 	}
 
 	for rule, want := range map[string]float64{"warnings": 2, "1": 2, retention.DefaultRuleName: 2} {
-		if n := labelledCounter(t, reg, "eventsd_retention_rule_writes_total", "rule", rule); n != want {
+		if n := metricstest.Sum(t, reg, "eventsd_retention_rule_writes_total", "rule", rule); n != want {
 			t.Errorf("eventsd_retention_rule_writes_total{rule=%q} = %v, want %v", rule, n, want)
 		}
 	}
-}
-
-// labelledCounter is the value of the counter name whose label is value.
-func labelledCounter(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // TestRetentionReportingController: a rule's reportingControllers match
@@ -172,10 +151,10 @@ func TestRetentionReportingController(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := labelledCounter(t, reg, "eventsd_retention_rule_writes_total", "rule", "controllers"); n != 2 {
+	if n := metricstest.Sum(t, reg, "eventsd_retention_rule_writes_total", "rule", "controllers"); n != 2 {
 		t.Errorf("writes by rule controllers: %v, want 2 (events.k8s.io reportingController, core/v1 source.component)", n)
 	}
-	if n := labelledCounter(t, reg, "eventsd_retention_rule_writes_total", "rule", retention.DefaultRuleName); n != 1 {
+	if n := metricstest.Sum(t, reg, "eventsd_retention_rule_writes_total", "rule", retention.DefaultRuleName); n != 1 {
 		t.Errorf("writes by the default: %v, want 1 (source scheduler)", n)
 	}
 }

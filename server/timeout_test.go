@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubevents/kubevents/internal/metricstest"
 	"io"
 	"net"
 	"net/http"
@@ -188,25 +189,9 @@ func TestSlowReaderIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	lists := func() float64 {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0.0
-		for _, mf := range mfs {
-			if mf.GetName() != "eventsd_requests_total" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "verb" && l.GetValue() == "list" {
-						n += m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-		return n
+		return metricstest.Sum(t, reg, "eventsd_requests_total", "verb", "list")
 	}
+
 	for deadline := time.Now().Add(10 * time.Second); lists() == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the unread list still holds its handler after 10s")

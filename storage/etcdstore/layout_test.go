@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/kubevents/kubevents/internal/metricstest"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -194,7 +195,7 @@ func TestForeignValues(t *testing.T) {
 	if n := e.s.UndecodableValues(); n < 2 {
 		t.Fatalf("undecodable values counted %d, want at least 2", n)
 	}
-	if n := counter(t, reg, "kubevents_etcd_undecodable_values_total", "encrypted"); n < 2 {
+	if n := metricstest.Sum(t, reg, "kubevents_etcd_undecodable_values_total", "reason", "encrypted"); n < 2 {
 		t.Fatalf("kubevents_etcd_undecodable_values_total{reason=encrypted} = %v, want at least 2", n)
 	}
 	// The watch skipped the encrypted value and delivered the others.
@@ -269,26 +270,4 @@ func TestWatchFanOut(t *testing.T) {
 	if n := e.s.CatchUpWatches(); n != 1 {
 		t.Fatalf("%d catch-up watches after it caught up, want 1", n)
 	}
-}
-
-// counter reads the value of a counter with the given label value.
-func counter(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetValue() == label {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }

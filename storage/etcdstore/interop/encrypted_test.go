@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/aes"
 	"errors"
+	"github.com/kubevents/kubevents/internal/metricstest"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"github.com/kubevents/kubevents/eventapi"
 	evstorage "github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/etcdstore"
-	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -38,28 +38,6 @@ func gcmTransformer(t *testing.T) value.Transformer {
 	}
 	return value.NewPrefixTransformers(errors.New("no matching prefix found"),
 		value.PrefixTransformer{Prefix: []byte(encPrefix), Transformer: gcm})
-}
-
-// counterValue is the value of the counter name{reason=reason} in reg.
-func counterValue(t *testing.T, reg *prometheus.Registry, name, reason string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "reason" && lp.GetValue() == reason {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // TestInteropEncrypted: kube-apiserver with encryption at rest (its real
@@ -169,7 +147,7 @@ func TestInteropEncrypted(t *testing.T) {
 		t.Fatalf("watch: got %s %v, want ADDED plain", ev.Type, ev.Object)
 	}
 	// Each encrypted value was met by the Gets, lists and the watch.
-	if n := counterValue(t, e.reg, "kubevents_etcd_undecodable_values_total", "encrypted"); n < 2*3 {
+	if n := metricstest.Sum(t, e.reg, "kubevents_etcd_undecodable_values_total", "reason", "encrypted"); n < 2*3 {
 		t.Fatalf("kubevents_etcd_undecodable_values_total{reason=\"encrypted\"} = %v, want at least 6", n)
 	}
 }
