@@ -477,6 +477,10 @@ func TestEventedUnimplemented(t *testing.T) {
 	if p.InUse() {
 		t.Error("in use")
 	}
+	// The stream's end requested a relist, which may still be pending or
+	// running: let it finish before the containers start, so that the
+	// relist below is the one that finds them.
+	e.nextRelist(p.Generic(), time.Second)
 	podP(e)
 	must(t, e.rt.StartContainer(container(e, "s1", "c1")))
 	e.rt.ResetCalls()
