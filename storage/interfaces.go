@@ -254,3 +254,42 @@ func (e *ContinueExpiredError) Error() string { return ErrCompacted.Error() + " 
 
 // Unwrap makes errors.Is(err, ErrCompacted) true.
 func (e *ContinueExpiredError) Unwrap() error { return ErrCompacted }
+
+// CursorStore is implemented by stores that keep small named revisions
+// durably beside the events: the cursors of export sinks, each the last
+// revision its sink acknowledged. Cursors are not events: they are not
+// listed, watched or counted, and take no revision of their own on the
+// embedded store (on etcd they are keys outside the events prefix).
+type CursorStore interface {
+	// Cursor returns the revision saved under name, or 0 when none is.
+	Cursor(ctx context.Context, name string) (int64, error)
+	// SaveCursor durably saves rev under name: once it returns nil, a
+	// restart, even after kill -9, reads rev back. It fails with
+	// ErrUnavailable (or ErrUnreachable) as writes do.
+	SaveCursor(ctx context.Context, name string, rev int64) error
+}
+
+// HistoryHolder is implemented by stores whose change history can be held
+// back for a consumer that resumes from an older revision than watches
+// usually do: the exporter, resuming each sink from its cursor.
+type HistoryHolder interface {
+	// HoldHistory asks the store to keep every change after rev for
+	// watches to resume from, beyond its usual history window, but never
+	// changes older than the store's hold limit (its MaxHistoryHold
+	// option: the changes made more than that long ago may be trimmed
+	// whatever the hold). A later call replaces the hold; rev <= 0
+	// releases it. It does not block on I/O.
+	HoldHistory(rev int64)
+}
+
+// Elector is implemented by stores that several eventsd replicas share
+// (etcd): a task that must run once, not once per replica (export), runs
+// only on the replica that leads it.
+type Elector interface {
+	// Lead blocks until this replica leads name, ctx ends (its error is
+	// returned) or the store closes. The returned context ends when the
+	// leadership is lost (for instance, when the replica loses etcd for
+	// longer than its session TTL) or ctx ends; the caller then stops the
+	// task and may call Lead again. release gives the leadership up.
+	Lead(ctx context.Context, name string) (leading context.Context, release func(), err error)
+}
