@@ -1,8 +1,9 @@
 package retention
 
 import (
-	"errors"
 	"fmt"
+	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/internal/configfile"
 	"os"
 	"slices"
 	"strconv"
@@ -11,8 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	sigsjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 )
 
 // The apiVersion and kind a retention configuration file must declare.
@@ -39,32 +38,12 @@ type Rule struct {
 	// Name, optional, names the rule in metrics; the rule's index
 	// otherwise.
 	Name string `json:"name,omitempty"`
-	// Namespaces are the events' namespaces.
-	Namespaces []string `json:"namespaces,omitempty"`
-	// Types are event types: Normal or Warning.
-	Types []string `json:"types,omitempty"`
-	// Reasons are the events' reasons.
-	Reasons []string `json:"reasons,omitempty"`
-	// ReportingControllers match an event's reportingController
-	// (events.k8s.io/v1) or its source.component (core/v1): either
-	// being in the list matches.
-	ReportingControllers []string `json:"reportingControllers,omitempty"`
+	// Criteria are the rule's namespaces, types, reasons and reporting
+	// controllers.
+	eventapi.Criteria `json:",inline"`
 	// TTL is how long a matching event lives after each write: a
 	// positive Go duration such as 168h, 24h or 90m. Required.
 	TTL string `json:"ttl"`
-}
-
-// matches reports whether ev is one of the rule's events.
-func (r *Rule) matches(ev *corev1.Event) bool {
-	in := func(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
-	if !in(r.Namespaces, ev.Namespace) || !in(r.Types, ev.Type) || !in(r.Reasons, ev.Reason) {
-		return false
-	}
-	if len(r.ReportingControllers) == 0 {
-		return true
-	}
-	return slices.Contains(r.ReportingControllers, ev.ReportingController) ||
-		(ev.Source.Component != "" && slices.Contains(r.ReportingControllers, ev.Source.Component))
 }
 
 // Validate returns the configuration's errors, each naming its rule and
@@ -104,23 +83,9 @@ func (c *Configuration) Validate() field.ErrorList {
 // and duplicate fields are errors, so that a misspelt key is not silently
 // "any".
 func Decode(data []byte) (*Configuration, error) {
-	// YAMLToJSONStrict refuses duplicate keys; the strict JSON decoder
-	// names unknown fields with their path (rules[0].namespace).
-	js, err := yaml.YAMLToJSONStrict(data)
-	if err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", ConfigurationKind, err)
-	}
 	c := &Configuration{}
-	strict, err := sigsjson.UnmarshalStrict(js, c, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
-	if err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", ConfigurationKind, err)
-	}
-	if len(strict) > 0 {
-		return nil, fmt.Errorf("decoding %s: %w", ConfigurationKind, errors.Join(strict...))
-	}
-	if c.APIVersion != ConfigurationAPIVersion || c.Kind != ConfigurationKind {
-		return nil, fmt.Errorf("decoding %s: want apiVersion %s, kind %s; found apiVersion %q, kind %q",
-			ConfigurationKind, ConfigurationAPIVersion, ConfigurationKind, c.APIVersion, c.Kind)
+	if err := configfile.Decode(data, c, func() metav1.TypeMeta { return c.TypeMeta }, ConfigurationAPIVersion, ConfigurationKind); err != nil {
+		return nil, err
 	}
 	if errs := c.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("invalid %s: %w", ConfigurationKind, errs.ToAggregate())
@@ -185,7 +150,7 @@ func (p *Policy) RuleNames() []string {
 // DefaultRuleName and the default TTL.
 func (p *Policy) TTL(ev *corev1.Event) (time.Duration, string) {
 	for i := range p.rules {
-		if p.rules[i].matches(ev) {
+		if p.rules[i].Matches(ev) {
 			return p.ttls[i], p.names[i]
 		}
 	}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/internal/metricstest"
 	"testing"
 	"time"
@@ -20,8 +21,8 @@ import (
 var retentionRules = &retention.Configuration{
 	TypeMeta: metav1.TypeMeta{APIVersion: retention.ConfigurationAPIVersion, Kind: retention.ConfigurationKind},
 	Rules: []retention.Rule{
-		{Name: "warnings", Types: []string{corev1.EventTypeWarning}, TTL: "168h"},
-		{Namespaces: []string{"prod"}, TTL: "24h"},
+		{Name: "warnings", Criteria: eventapi.Criteria{Types: []string{corev1.EventTypeWarning}}, TTL: "168h"},
+		{Criteria: eventapi.Criteria{Namespaces: []string{"prod"}}, TTL: "24h"},
 	},
 }
 
@@ -128,7 +129,7 @@ func TestRetentionReportingController(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	e := newEnvWith(t, time.Hour, func(c *server.Config) {
 		c.Retention = &retention.Configuration{Rules: []retention.Rule{
-			{Name: "controllers", ReportingControllers: []string{"example.com/ctl", "kubelet"}, TTL: "10m"},
+			{Name: "controllers", Criteria: eventapi.Criteria{ReportingControllers: []string{"example.com/ctl", "kubelet"}}, TTL: "10m"},
 		}}
 		c.Registry = reg
 	})
