@@ -261,8 +261,9 @@ func (e *ContinueExpiredError) Unwrap() error { return ErrCompacted }
 // listed, watched or counted, and take no revision of their own on the
 // embedded store (on etcd they are keys outside the events prefix).
 type CursorStore interface {
-	// Cursor returns the revision saved under name, or 0 when none is.
-	Cursor(ctx context.Context, name string) (int64, error)
+	// Cursor returns the revision saved under name, and whether one is
+	// (a cursor may be 0: a sink created on an empty store).
+	Cursor(ctx context.Context, name string) (rev int64, found bool, err error)
 	// SaveCursor durably saves rev under name: once it returns nil, a
 	// restart, even after kill -9, reads rev back. It fails with
 	// ErrUnavailable (or ErrUnreachable) as writes do.

@@ -1,0 +1,72 @@
+package export_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/export"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// TestRecordJSON: the JSON form names the key, the change and the event,
+// and reads back.
+func TestRecordJSON(t *testing.T) {
+	ev := &corev1.Event{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web.1", UID: "u1", ResourceVersion: "42"},
+		Reason:     "BackOff", Count: 600, Type: corev1.EventTypeWarning}
+	r := export.Record{Key: export.KeyOf(ev, 42), Type: watch.Modified, Revision: 42, Event: ev}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"idempotencyKey":"u1/42"`, `"type":"MODIFIED"`, `"resourceVersion":"42"`, `"kind":"Event"`, `"count":600`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %s", b, want)
+		}
+	}
+	var back export.Record
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Key != r.Key || back.Type != r.Type || back.Revision != 42 || back.Event.Count != 600 {
+		t.Errorf("read back %+v", back)
+	}
+	if err := json.Unmarshal([]byte(`{"resourceVersion":"x"}`), &back); err == nil {
+		t.Error("a non-integer resourceVersion was accepted")
+	}
+}
+
+// TestFilterMatches is a table of filters against changes.
+func TestFilterMatches(t *testing.T) {
+	no := false
+	warning := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "prod"}, Type: corev1.EventTypeWarning, Reason: "BackOff", Source: corev1.EventSource{Component: "kubelet"}}
+	for _, tc := range []struct {
+		name string
+		f    export.Filter
+		t    watch.EventType
+		want bool
+	}{
+		{"empty filter, create", export.Filter{}, watch.Added, true},
+		{"empty filter, update", export.Filter{}, watch.Modified, true},
+		{"empty filter, delete", export.Filter{}, watch.Deleted, false},
+		{"deletions", export.Filter{Deletions: true}, watch.Deleted, true},
+		{"no updates", export.Filter{Updates: &no}, watch.Modified, false},
+		{"bookmark", export.Filter{}, watch.Bookmark, false},
+		{"type", export.Filter{Criteria: eventapi.Criteria{Types: []string{"Normal"}}}, watch.Added, false},
+		{"namespace", export.Filter{Criteria: eventapi.Criteria{Namespaces: []string{"prod"}}}, watch.Added, true},
+		{"controller by source", export.Filter{Criteria: eventapi.Criteria{ReportingControllers: []string{"kubelet"}}}, watch.Added, true},
+		{"reason", export.Filter{Criteria: eventapi.Criteria{Reasons: []string{"Pulled"}}}, watch.Added, false},
+	} {
+		if got := tc.f.Matches(tc.t, warning); got != tc.want {
+			t.Errorf("%s: Matches = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	f := export.Filter{Criteria: eventapi.Criteria{Types: []string{"Warn"}}}
+	if errs := f.Validate(nil); len(errs) != 1 || !strings.Contains(errs[0].Error(), `types[0]: Unsupported value: "Warn"`) {
+		t.Errorf("Validate = %v", errs)
+	}
+}
