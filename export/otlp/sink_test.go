@@ -304,6 +304,22 @@ func TestSendPartialSuccessRejected(t *testing.T) {
 	}
 }
 
+func TestSendPartialSuccessWarningIsSuccess(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			r := otlptest.Start(t, otlptest.Options{})
+			s := newSink(t, plainConfig(r, proto))
+			r.SetMode(otlptest.Warn)
+			if err := s.Send(context.Background(), testBatch()); err != nil {
+				t.Fatalf("Send answered with a warning: %v, want success", err)
+			}
+			if n := len(r.Records()); n != 3 {
+				t.Fatalf("%d records, want 3", n)
+			}
+		})
+	}
+}
+
 func TestSendHonoursContext(t *testing.T) {
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {

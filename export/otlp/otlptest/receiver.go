@@ -50,6 +50,10 @@ const (
 	// PartialReject keeps every record but the first and answers success
 	// with a partial success rejecting one record.
 	PartialReject
+	// Warn keeps every record and answers success with a partial
+	// success that rejects nothing but carries a message (OTLP's
+	// warning).
+	Warn
 	// Hang keeps nothing and answers only when the request's context ends
 	// or the receiver stops: a collector that accepted the connection and
 	// never replies.
@@ -305,6 +309,9 @@ func (r *Receiver) export(ctx context.Context, req *collogpb.ExportLogsServiceRe
 	if mode == PartialReject && len(recs) > 0 {
 		recs = recs[1:]
 		resp.PartialSuccess = &collogpb.ExportLogsPartialSuccess{RejectedLogRecords: 1, ErrorMessage: "otlptest: first record rejected"}
+	}
+	if mode == Warn {
+		resp.PartialSuccess = &collogpb.ExportLogsPartialSuccess{ErrorMessage: "otlptest: a warning"}
 	}
 	r.mu.Lock()
 	r.records = append(r.records, recs...)
