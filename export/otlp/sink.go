@@ -84,7 +84,7 @@ func New(cfg Config, opts Options) (*Sink, error) {
 	case ProtocolGRPC:
 		o := []otlploggrpc.Option{
 			otlploggrpc.WithEndpoint(cfg.Endpoint),
-			otlploggrpc.WithHeaders(nonNil(cfg.Headers)),
+			otlploggrpc.WithHeaders(cfg.Headers),
 			otlploggrpc.WithTimeout(cfg.timeout()),
 			otlploggrpc.WithRetry(noRetry),
 			otlploggrpc.WithDialOption(grpc.WithUnaryInterceptor(recordGRPCOutcome)),
@@ -108,7 +108,7 @@ func New(cfg Config, opts Options) (*Sink, error) {
 		client := &http.Client{Transport: outcomeTransport{s.transport}, Timeout: cfg.timeout()}
 		s.exporter, err = otlploghttp.New(context.Background(),
 			otlploghttp.WithEndpointURL(u.String()),
-			otlploghttp.WithHeaders(nonNil(cfg.Headers)),
+			otlploghttp.WithHeaders(cfg.Headers),
 			otlploghttp.WithTimeout(cfg.timeout()),
 			otlploghttp.WithCompression(otlploghttp.NoCompression),
 			otlploghttp.WithRetry(otlploghttp.RetryConfig(noRetry)),
@@ -119,15 +119,6 @@ func New(cfg Config, opts Options) (*Sink, error) {
 		return nil, fmt.Errorf("otlp sink: creating the %s exporter for %s: %w", cfg.protocol(), cfg.Endpoint, err)
 	}
 	return s, nil
-}
-
-// nonNil returns m, or an empty map for nil, so that an absent headers
-// field still overrides OTEL_EXPORTER_OTLP_HEADERS.
-func nonNil(m map[string]string) map[string]string {
-	if m == nil {
-		return map[string]string{}
-	}
-	return m
 }
 
 // clientTLS builds the TLS client configuration from c (nil: defaults).

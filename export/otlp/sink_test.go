@@ -368,3 +368,37 @@ func TestSendTimeout(t *testing.T) {
 		t.Fatalf("timeout: %v wraps ErrRejected", err)
 	}
 }
+
+// The exporters read OTEL_EXPORTER_OTLP_* variables for options they are
+// not given; the configuration must decide alone.
+func TestSendIgnoresOTLPEnvironment(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-from-env=leak")
+			t.Setenv("OTEL_EXPORTER_OTLP_LOGS_HEADERS", "x-from-env=leak")
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+			t.Setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "http://127.0.0.1:1/v1/logs")
+			t.Setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
+			t.Setenv("OTEL_LOGRECORD_ATTRIBUTE_COUNT_LIMIT", "1")
+			r := otlptest.Start(t, otlptest.Options{})
+			cfg := plainConfig(r, proto)
+			cfg.Headers = nil
+			s := newSink(t, cfg)
+			if err := s.Send(context.Background(), testBatch()); err != nil {
+				t.Fatalf("Send: %v", err)
+			}
+			recs := r.Records()
+			if len(recs) != 3 {
+				t.Fatalf("%d records, want 3", len(recs))
+			}
+			for _, rec := range recs {
+				if _, ok := rec.Headers["x-from-env"]; ok {
+					t.Errorf("header from the environment sent")
+				}
+				if len(rec.Attributes) < 9 {
+					t.Errorf("attributes limited by the environment: %v", rec.Attributes)
+				}
+			}
+		})
+	}
+}
