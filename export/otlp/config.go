@@ -47,7 +47,9 @@ type Config struct {
 	Insecure bool `json:"insecure,omitempty"`
 	// Headers are sent with every request (gRPC metadata or HTTP headers),
 	// for example an authorization token. Names must be valid HTTP header
-	// names; for grpc they are sent lower-cased.
+	// names; for grpc they are sent lower-cased and may hold only letters,
+	// digits, '-', '_' and '.' (gRPC metadata keys), not starting with
+	// grpc-.
 	Headers map[string]string `json:"headers,omitempty"`
 	// TLS configures the TLS client when Insecure is false.
 	TLS *TLSConfig `json:"tls,omitempty"`
@@ -120,8 +122,11 @@ func (c *Config) Validate(fldPath *field.Path) field.ErrorList {
 
 	for name, value := range c.Headers {
 		hp := fldPath.Child("headers").Key(name)
-		if !httpguts.ValidHeaderFieldName(name) {
+		switch {
+		case !httpguts.ValidHeaderFieldName(name):
 			errs = append(errs, field.Invalid(hp, name, "not a valid HTTP header name"))
+		case proto == ProtocolGRPC && !validGRPCMetadataKey(name):
+			errs = append(errs, field.Invalid(hp, name, "for protocol grpc a header name has only letters, digits, '-', '_' and '.', and does not start with grpc-"))
 		}
 		if !httpguts.ValidHeaderFieldValue(value) {
 			// The value may be a secret: do not echo it.
@@ -147,6 +152,22 @@ func (c *Config) Validate(fldPath *field.Path) field.ErrorList {
 		errs = append(errs, field.Invalid(fldPath.Child("timeout"), c.Timeout.Duration.String(), "must not be negative"))
 	}
 	return errs
+}
+
+// validGRPCMetadataKey reports whether name, lower-cased, is a gRPC
+// metadata key an application may send: gRPC refuses other characters
+// when sending, and reserves the grpc- prefix.
+func validGRPCMetadataKey(name string) bool {
+	name = strings.ToLower(name)
+	if strings.HasPrefix(name, "grpc-") {
+		return false
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // validateHostPort checks a gRPC endpoint: host:port, no scheme.

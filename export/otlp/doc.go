@@ -56,4 +56,8 @@
 //     batch, not this one, and dropping batches until an operator fixes a
 //     credential would lose them;
 //   - a partial success that rejected nothing (a warning) is success.
+//
+// The records a partial success accepted are delivered all the same; the
+// export package's resends of that batch deliver them again, with the same
+// idempotency keys, until it drops the batch.
 package otlp

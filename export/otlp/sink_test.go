@@ -359,13 +359,19 @@ func TestSendHonoursContext(t *testing.T) {
 }
 
 func TestSendTimeout(t *testing.T) {
-	r := otlptest.Start(t, otlptest.Options{})
-	cfg := plainConfig(r, otlp.ProtocolHTTP)
-	cfg.Timeout = metav1.Duration{Duration: 50 * time.Millisecond}
-	s := newSink(t, cfg)
-	r.SetMode(otlptest.Hang)
-	if err := sendErr(t, s); errors.Is(err, export.ErrRejected) {
-		t.Fatalf("timeout: %v wraps ErrRejected", err)
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			r := otlptest.Start(t, otlptest.Options{})
+			cfg := plainConfig(r, proto)
+			cfg.Timeout = metav1.Duration{Duration: 50 * time.Millisecond}
+			s := newSink(t, cfg)
+			r.SetMode(otlptest.Hang)
+			// sendErr's context allows testTimeout: only cfg.Timeout ends
+			// the send.
+			if err := sendErr(t, s); errors.Is(err, export.ErrRejected) {
+				t.Fatalf("timeout: %v wraps ErrRejected", err)
+			}
+		})
 	}
 }
 
