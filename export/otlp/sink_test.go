@@ -408,3 +408,34 @@ func TestSendIgnoresOTLPEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSend measures sending batches of 500 changes to a loopback
+// collector, one acknowledged request per batch.
+func BenchmarkSend(b *testing.B) {
+	const batchSize = 500
+	tmpl := testBatch()
+	batch := make([]export.Record, batchSize)
+	for i := range batch {
+		batch[i] = tmpl[i%len(tmpl)]
+	}
+	for _, proto := range protocols {
+		b.Run(proto, func(b *testing.B) {
+			r := otlptest.Start(b, otlptest.Options{})
+			cfg := plainConfig(r, proto)
+			s, err := otlp.New(cfg, otlp.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if err := s.Send(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*batchSize)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
