@@ -36,8 +36,8 @@ type Config struct {
 	Protocol string `json:"protocol,omitempty"`
 	// Endpoint is where the collector listens. For grpc, host:port
 	// ("otel-collector:4317"). For http, the URL of the logs endpoint
-	// ("https://otel-collector:4318/v1/logs"); an empty path becomes
-	// /v1/logs. Required.
+	// ("https://otel-collector:4318/v1/logs"); an empty path, or /,
+	// becomes /v1/logs. Required.
 	Endpoint string `json:"endpoint"`
 	// Insecure sends without TLS. For grpc it selects a plaintext
 	// connection; for http the URL's scheme decides (http:// is plaintext)
