@@ -43,9 +43,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,7 +174,8 @@ func (cfg Config) Validate(path *field.Path) field.ErrorList {
 		}
 	}
 	hp := path.Child("headers")
-	for name, value := range cfg.Headers {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Headers)) {
+		value := cfg.Headers[name]
 		switch {
 		case !httpguts.ValidHeaderFieldName(name):
 			errs = append(errs, field.Invalid(hp.Key(name), name, "not a valid header name"))

@@ -513,3 +513,44 @@ tls:
 		t.Errorf("Validate: %v", errs)
 	}
 }
+
+func TestCloseReleasesConnections(t *testing.T) {
+	r := webhooktest.New(t, webhooktest.Options{})
+	s, err := webhook.New(webhook.Config{URL: r.URL()}, webhook.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(ctx(t), batchOf(1)); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if err := r.WaitConns(ctx(t), 1); err != nil {
+		t.Fatalf("the kept-alive connection: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitConns(ctx(t), 0); err != nil {
+		t.Errorf("after Close: %v", err)
+	}
+}
+
+func TestReceiverKeysOnly(t *testing.T) {
+	r := webhooktest.New(t, webhooktest.Options{KeysOnly: true})
+	s := newSink(t, webhook.Config{URL: r.URL()}, webhook.Options{})
+	batch := batchOf(3)
+	if err := s.Send(ctx(t), batch); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	got, err := r.WaitRecords(ctx(t), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rec := range got {
+		if rec.Key != batch[i].Key || rec.Revision != batch[i].Revision || rec.Type != batch[i].Type || rec.Event != nil {
+			t.Errorf("record %d = %+v, want the key, revision and type of %s only", i, rec, batch[i].Key)
+		}
+	}
+	if q := r.Requests()[0]; q.Body != nil {
+		t.Errorf("body kept: %d bytes", len(q.Body))
+	}
+}

@@ -48,13 +48,18 @@ type Options struct {
 	// TLS, if set, makes the receiver serve https with it (see
 	// GenerateTLS for a configuration signed by a test CA).
 	TLS *tls.Config
+	// KeysOnly keeps of each request only its header and its records'
+	// keys, types and revisions (Record.Event nil, Body and Text empty),
+	// so that benchmarks sending many events do not hold them all.
+	KeysOnly bool
 }
 
 // Receiver is a webhook receiver listening on 127.0.0.1. Its methods are
 // safe for concurrent use.
 type Receiver struct {
-	tls  *tls.Config
-	addr string
+	tls      *tls.Config
+	keysOnly bool
+	addr     string
 
 	mu         sync.Mutex
 	srv        *http.Server
@@ -65,6 +70,7 @@ type Receiver struct {
 	okLeft     int // requests to answer 200 before failing
 	failLeft   int // requests still to fail; <0: until Heal
 	held       int // requests held by Stall
+	conns      int // open connections
 	retryAfter string
 	stalled    bool
 	release    chan struct{} // closed to answer stalled requests
@@ -74,7 +80,7 @@ type Receiver struct {
 
 // Start starts a receiver on a free loopback port.
 func Start(opts Options) (*Receiver, error) {
-	r := &Receiver{tls: opts.TLS, addr: "127.0.0.1:0", release: make(chan struct{}), changed: make(chan struct{})}
+	r := &Receiver{tls: opts.TLS, keysOnly: opts.KeysOnly, addr: "127.0.0.1:0", release: make(chan struct{}), changed: make(chan struct{})}
 	if err := r.Up(); err != nil {
 		return nil, err
 	}
@@ -126,6 +132,7 @@ func (r *Receiver) Up() error {
 	srv := &http.Server{
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { r.serve(w, req, down) }),
 		ReadHeaderTimeout: 10 * time.Second,
+		ConnState:         r.connState,
 	}
 	served := make(chan struct{})
 	go func() {
@@ -230,6 +237,39 @@ func (r *Receiver) recordsLocked() []export.Record {
 	return recs
 }
 
+func (r *Receiver) connState(_ net.Conn, state http.ConnState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch state {
+	case http.StateNew:
+		r.conns++
+	case http.StateClosed, http.StateHijacked:
+		r.conns--
+	default:
+		return
+	}
+	r.notifyLocked()
+}
+
+// WaitConns waits until exactly n connections are open to the receiver,
+// or returns ctx's error: a sender that closed its idle connections has
+// none left.
+func (r *Receiver) WaitConns(ctx context.Context, n int) error {
+	for {
+		r.mu.Lock()
+		conns, changed := r.conns, r.changed
+		r.mu.Unlock()
+		if conns == n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("webhooktest: %d connections open, want %d: %w", conns, n, ctx.Err())
+		}
+	}
+}
+
 // WaitHeld waits until at least n requests are held by Stall, or returns
 // ctx's error.
 func (r *Receiver) WaitHeld(ctx context.Context, n int) error {
@@ -284,6 +324,12 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request, down <-chan s
 	}
 	if json.Unmarshal(body, &msg) == nil && msg.Text != nil {
 		q.Text = *msg.Text
+	}
+	if r.keysOnly {
+		for i := range q.Records {
+			q.Records[i].Event = nil
+		}
+		q.Body, q.Text = nil, ""
 	}
 
 	r.mu.Lock()
