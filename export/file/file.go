@@ -11,7 +11,9 @@
 // cut off again (the file truncated to its size before it), so the file
 // does not keep a torn line; if the process dies mid-write, the torn last
 // line is cut off when the file is next opened (its batch was not
-// acknowledged, so it is sent again). After a failed fsync the file is
+// acknowledged, so it is sent again). A file whose last line is
+// unfinished and does not start as a record does is not one this sink
+// wrote: opening it fails rather than cut it. After a failed fsync the file is
 // closed and opened again by the next Send: Linux may have dropped the
 // unwritten pages, and a second fsync would not say so.
 //
@@ -43,6 +45,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -64,6 +67,9 @@ const (
 	// tailChunk is how much of the file's end is read at a time to find
 	// its last line break when it is opened.
 	tailChunk = 4096
+	// maxTornLine bounds the search for the start of a torn last line:
+	// far beyond any event's record (an object is at most a few MiB).
+	maxTornLine = 16 << 20
 )
 
 // Config configures a file sink. It is part of the export configuration
@@ -199,6 +205,15 @@ func (s *Sink) open() error {
 		return fail("reading the end of", err)
 	}
 	if end < st.Size() {
+		// Only a torn record of ours is cut: a file that ends in
+		// anything else is not one this sink wrote.
+		head := make([]byte, min(int64(len(recordStart)), st.Size()-end))
+		if _, err := f.ReadAt(head, end); err != nil && !errors.Is(err, io.EOF) {
+			return fail("reading the end of", err)
+		}
+		if !strings.HasPrefix(recordStart, string(head)) {
+			return fail("opening", fmt.Errorf("the file's last %d bytes are neither a whole line nor a torn record: not a file of this sink?", st.Size()-end))
+		}
 		if err := f.Truncate(end); err != nil {
 			return fail("cutting a torn last line off", err)
 		}
@@ -210,11 +225,19 @@ func (s *Sink) open() error {
 	return nil
 }
 
+// recordStart is how every line of the file starts: export.Record's JSON
+// form begins with its idempotency key.
+const recordStart = `{"idempotencyKey":`
+
 // lastLineEnd returns the offset just past the last '\n' among the first
-// size bytes of f, or 0.
+// size bytes of f, or 0 if there is none. It looks back at most
+// maxTornLine bytes, and fails if it finds no line break there.
 func lastLineEnd(f io.ReaderAt, size int64) (int64, error) {
 	buf := make([]byte, tailChunk)
 	for end := size; end > 0; {
+		if size-end >= maxTornLine {
+			return 0, fmt.Errorf("no line break in the last %d bytes", size-end)
+		}
 		start := max(end-tailChunk, 0)
 		chunk := buf[:end-start]
 		if _, err := f.ReadAt(chunk, start); err != nil && !errors.Is(err, io.EOF) {

@@ -191,6 +191,21 @@ func TestTornLastLineIsCutOnOpen(t *testing.T) {
 	}
 }
 
+func TestForeignFileIsNotCut(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	const content = "line one\nnot a record, no line break"
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := file.New(file.Config{Path: path}, file.Options{})
+	if err == nil || !strings.Contains(err.Error(), "not a file of this sink") || !strings.Contains(err.Error(), path) {
+		t.Errorf("New on a file of something else: %v, want an error", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != content {
+		t.Errorf("the file was changed to %q", b)
+	}
+}
+
 func TestUnwritablePath(t *testing.T) {
 	dir := t.TempDir()
 	notDir := filepath.Join(dir, "plain")

@@ -27,7 +27,8 @@ const ellipsis = "…"
 //	<type> <reason> <kind> <namespace>/<name>: <message> (count N) [<key>]
 //
 // with "(count N)" only for a repeated event (the larger of count and
-// series.count) and "(deleted)" after it for a deletion. The message's
+// series.count) and "(deleted)" after it for a deletion; ": <message>"
+// is left out when the message is empty. The message's
 // line breaks become spaces, and &, < and > are escaped as Slack asks.
 func SlackLine(r export.Record) string {
 	head, tail := slackLineParts(r)
@@ -55,8 +56,10 @@ func slackLineParts(r export.Record) (head, tail string) {
 				sep = " "
 			}
 		}
-		h.WriteString(": ")
-		h.WriteString(strings.Join(strings.Fields(ev.Message), " "))
+		if msg := strings.Join(strings.Fields(ev.Message), " "); msg != "" {
+			h.WriteString(": ")
+			h.WriteString(msg)
+		}
 		count := ev.Count
 		if ev.Series != nil && ev.Series.Count > count {
 			count = ev.Series.Count

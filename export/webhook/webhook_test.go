@@ -385,6 +385,12 @@ func TestSlackFormat(t *testing.T) {
 		t.Errorf("slack format sent Idempotency-Key %q", got)
 	}
 
+	quiet := backoff.DeepCopy()
+	quiet.Message = " "
+	if got, want := webhook.SlackLine(record(watch.Added, quiet, 51)), "Warning BackOff Pod default/web-1 (count 600) [uid-b/51]"; got != want {
+		t.Errorf("line without a message:\n%s\nwant\n%s", got, want)
+	}
+
 	ser := backoff.DeepCopy()
 	ser.Count = 0
 	ser.Series = &corev1.EventSeries{Count: 5}
