@@ -37,7 +37,6 @@ package file
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -268,7 +267,7 @@ func (s *Sink) Send(ctx context.Context, batch []export.Record) error {
 	s.buf.Reset()
 	for _, r := range batch {
 		start := s.buf.Len()
-		b, err := json.Marshal(r)
+		b, err := r.MarshalJSON()
 		if err != nil {
 			return fmt.Errorf("file sink %s: encoding record %s: %w: %w", s.path, r.Key, export.ErrRejected, err)
 		}

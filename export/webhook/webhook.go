@@ -348,12 +348,32 @@ func (s *Sink) Send(ctx context.Context, batch []export.Record) error {
 		}
 		return nil
 	}
-	body, err := json.Marshal(batch)
+	body, err := encodeRecords(batch)
 	if err != nil {
 		// A record that cannot be encoded cannot be sent, however often.
 		return fmt.Errorf("webhook %s: encoding the batch: %w: %w", s.target, export.ErrRejected, err)
 	}
 	return s.post(ctx, body, BatchKey(batch))
+}
+
+// encodeRecords writes batch as a JSON array, each record as its
+// MarshalJSON writes it (json.Marshal of the slice would scan each
+// record's JSON again to compact it).
+func encodeRecords(batch []export.Record) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, r := range batch {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		j, err := r.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("record %s: %w", r.Key, err)
+		}
+		b.Write(j)
+	}
+	b.WriteByte(']')
+	return b.Bytes(), nil
 }
 
 // BatchKey is the Idempotency-Key header of a batch in the records format:

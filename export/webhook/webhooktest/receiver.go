@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/watch"
+
 	"github.com/kubevents/kubevents/export"
 )
 
@@ -315,21 +317,20 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request, down <-chan s
 	if req.TLS != nil && len(req.TLS.PeerCertificates) > 0 {
 		q.ClientCertCN = req.TLS.PeerCertificates[0].Subject.CommonName
 	}
-	var recs []export.Record
-	if json.Unmarshal(body, &recs) == nil {
-		q.Records = recs
-	}
-	var msg struct {
-		Text *string `json:"text"`
-	}
-	if json.Unmarshal(body, &msg) == nil && msg.Text != nil {
-		q.Text = *msg.Text
-	}
 	if r.keysOnly {
-		for i := range q.Records {
-			q.Records[i].Event = nil
+		q.Records = keysOf(body)
+		q.Body = nil
+	} else {
+		var recs []export.Record
+		if json.Unmarshal(body, &recs) == nil {
+			q.Records = recs
 		}
-		q.Body, q.Text = nil, ""
+		var msg struct {
+			Text *string `json:"text"`
+		}
+		if json.Unmarshal(body, &msg) == nil && msg.Text != nil {
+			q.Text = *msg.Text
+		}
 	}
 
 	r.mu.Lock()
@@ -397,4 +398,26 @@ func (r *Receiver) record(q Request, status int) {
 func (r *Receiver) notifyLocked() {
 	close(r.changed)
 	r.changed = make(chan struct{})
+}
+
+// keysOf decodes the records of a records-format body without their
+// events, or returns nil.
+func keysOf(body []byte) []export.Record {
+	var keys []struct {
+		Key      string          `json:"idempotencyKey"`
+		Type     watch.EventType `json:"type"`
+		Revision string          `json:"resourceVersion"`
+	}
+	if json.Unmarshal(body, &keys) != nil {
+		return nil
+	}
+	recs := make([]export.Record, len(keys))
+	for i, k := range keys {
+		rev, err := strconv.ParseInt(k.Revision, 10, 64)
+		if err != nil {
+			return nil
+		}
+		recs[i] = export.Record{Key: k.Key, Type: k.Type, Revision: rev}
+	}
+	return recs
 }
