@@ -504,3 +504,35 @@ func TestNewRejectsBadSpecs(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// retryAfterError asks for a wait, as a webhook's 429 does.
+type retryAfterError struct{ d time.Duration }
+
+func (e retryAfterError) Error() string             { return "429 Too Many Requests" }
+func (e retryAfterError) RetryAfter() time.Duration { return e.d }
+
+// TestRetryAfterIsHonoured: the exporter waits at least what the
+// destination asked before sending again.
+func TestRetryAfterIsHonoured(t *testing.T) {
+	e := newEnv(t, pebblestore.Options{})
+	var mu sync.Mutex
+	var sends []time.Time
+	sink := &export.FakeSink{Fail: func([]export.Record) error {
+		mu.Lock()
+		defer mu.Unlock()
+		sends = append(sends, e.clock.Now())
+		if len(sends) == 1 {
+			return retryAfterError{20 * time.Second}
+		}
+		return nil
+	}}
+	e.start(export.SinkSpec{Name: "s", Sink: sink})
+	e.until("the cursor", func() bool { return e.store.cursor("s") >= 0 })
+	e.create("default", corev1.EventTypeNormal, "R")
+	e.until("the record", func() bool { return len(sink.Records()) == 1 })
+	mu.Lock()
+	defer mu.Unlock()
+	if gap := sends[1].Sub(sends[0]); gap < 20*time.Second {
+		t.Errorf("sent again after %v, the destination asked for 20s", gap)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -76,6 +77,19 @@ type Sink interface {
 	Send(ctx context.Context, batch []Record) error
 	// Close flushes and releases the sink.
 	Close() error
+}
+
+// RetryAfter returns how long the destination asked to wait before the
+// next attempt (say, an HTTP answer's Retry-After), or 0: the value of the
+// first error in err's chain with a RetryAfter() time.Duration method.
+// Sinks give their errors that method; the exporter waits at least that
+// long (up to its MaxBackoff) before sending again.
+func RetryAfter(err error) time.Duration {
+	var ra interface{ RetryAfter() time.Duration }
+	if errors.As(err, &ra) {
+		return ra.RetryAfter()
+	}
+	return 0
 }
 
 // ErrRejected marks a Send error as the destination refusing the batch,

@@ -262,8 +262,14 @@ func (r *sinkRunner) saveCursor(ctx context.Context, rev int64, mustSave bool) b
 	}
 }
 
+// backoff is the wait after the failed attempt number attempt: doubling
+// from MinBackoff to MaxBackoff with jitter, and at least what the sink's
+// destination asked for (an error in err's chain with a RetryAfter()
+// time.Duration method, as the webhook sink's answers to 429 and 503
+// have), up to MaxBackoff.
 func (r *sinkRunner) backoff(attempt int, err error) time.Duration {
-	return sinkretry.Policy{Initial: r.e.opts.MinBackoff, Max: r.e.opts.MaxBackoff}.WithDefaults().Delay(attempt, err)
+	d := sinkretry.Policy{Initial: r.e.opts.MinBackoff, Max: r.e.opts.MaxBackoff}.WithDefaults().Delay(attempt, err)
+	return max(d, min(RetryAfter(err), r.e.opts.MaxBackoff))
 }
 
 // warn logs at most once per logInterval per limiter, with the count of

@@ -490,17 +490,6 @@ func (e *StatusError) RetryAfter() time.Duration {
 	return e.retryAfter
 }
 
-// RetryAfter returns how long the destination asked to wait before the
-// next attempt, from the Retry-After of the answer err reports, or 0. It
-// finds any error in err's chain with a RetryAfter() time.Duration method.
-func RetryAfter(err error) time.Duration {
-	var ra interface{ RetryAfter() time.Duration }
-	if errors.As(err, &ra) {
-		return ra.RetryAfter()
-	}
-	return 0
-}
-
 // parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {

@@ -238,7 +238,7 @@ func TestRetryableAnswers(t *testing.T) {
 		if errors.Is(err, export.ErrRejected) {
 			t.Errorf("%d: %v is a rejection, want retryable", c.code, err)
 		}
-		if got := webhook.RetryAfter(err); got != c.want {
+		if got := export.RetryAfter(err); got != c.want {
 			t.Errorf("%d with Retry-After %q: RetryAfter %v, want %v", c.code, c.retryAfter, got, c.want)
 		}
 		var se *webhook.StatusError
@@ -271,7 +271,7 @@ func TestRejectedAnswer(t *testing.T) {
 	if strings.Contains(err.Error(), "SECRET") {
 		t.Errorf("error %q shows the URL's path", err)
 	}
-	if webhook.RetryAfter(err) != 0 || webhook.RetryAfter(errors.New("x")) != 0 {
+	if export.RetryAfter(err) != 0 || export.RetryAfter(errors.New("x")) != 0 {
 		t.Error("RetryAfter of errors without Retry-After is not 0")
 	}
 
