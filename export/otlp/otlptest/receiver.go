@@ -64,6 +64,13 @@ const (
 type Options struct {
 	// TLS, when set, makes both servers serve TLS with it.
 	TLS *tls.Config
+	// Observe, when set, is called with the idempotency keys
+	// (kubevents.idempotency_key) of each accepted request's records as
+	// it arrives: benchmarks time deliveries with it.
+	Observe func(keys []string)
+	// Discard keeps no records (Records stays empty), so that benchmarks
+	// sending many do not hold them all.
+	Discard bool
 }
 
 // Record is a log record as received, with its resource and scope.
@@ -113,20 +120,29 @@ type Receiver struct {
 // Start starts a receiver on two loopback ports and stops it when t ends.
 func Start(t testing.TB, opts Options) *Receiver {
 	t.Helper()
+	r, err := Listen(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Listen starts a receiver on two loopback ports; Stop stops it.
+func Listen(opts Options) (*Receiver, error) {
 	r := &Receiver{opts: opts, changed: make(chan struct{})}
 	gl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("otlptest: listen: %v", err)
+		return nil, fmt.Errorf("otlptest: listen: %w", err)
 	}
 	hl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		_ = gl.Close()
-		t.Fatalf("otlptest: listen: %v", err)
+		return nil, fmt.Errorf("otlptest: listen: %w", err)
 	}
 	r.grpcAddr, r.httpAddr = gl.Addr().String(), hl.Addr().String()
 	r.serve(gl, hl)
-	t.Cleanup(r.Stop)
-	return r
+	return r, nil
 }
 
 // GRPCEndpoint is the gRPC server's host:port.
@@ -313,8 +329,19 @@ func (r *Receiver) export(ctx context.Context, req *collogpb.ExportLogsServiceRe
 	if mode == Warn {
 		resp.PartialSuccess = &collogpb.ExportLogsPartialSuccess{ErrorMessage: "otlptest: a warning"}
 	}
+	if r.opts.Observe != nil {
+		keys := make([]string, 0, len(recs))
+		for _, rec := range recs {
+			if k, ok := rec.Attributes["kubevents.idempotency_key"].(string); ok {
+				keys = append(keys, k)
+			}
+		}
+		r.opts.Observe(keys)
+	}
 	r.mu.Lock()
-	r.records = append(r.records, recs...)
+	if !r.opts.Discard {
+		r.records = append(r.records, recs...)
+	}
 	r.notifyLocked()
 	r.mu.Unlock()
 	return resp, codes.OK, ""

@@ -54,6 +54,9 @@ type Options struct {
 	// keys, types and revisions (Record.Event nil, Body and Text empty),
 	// so that benchmarks sending many events do not hold them all.
 	KeysOnly bool
+	// Observe, when set, is called with the keys of each request's
+	// records as it is answered 2xx: benchmarks time deliveries with it.
+	Observe func(keys []string)
 }
 
 // Receiver is a webhook receiver listening on 127.0.0.1. Its methods are
@@ -61,6 +64,7 @@ type Options struct {
 type Receiver struct {
 	tls      *tls.Config
 	keysOnly bool
+	observe  func(keys []string)
 	addr     string
 
 	mu         sync.Mutex
@@ -82,7 +86,7 @@ type Receiver struct {
 
 // Start starts a receiver on a free loopback port.
 func Start(opts Options) (*Receiver, error) {
-	r := &Receiver{tls: opts.TLS, keysOnly: opts.KeysOnly, addr: "127.0.0.1:0", release: make(chan struct{}), changed: make(chan struct{})}
+	r := &Receiver{tls: opts.TLS, keysOnly: opts.KeysOnly, observe: opts.Observe, addr: "127.0.0.1:0", release: make(chan struct{}), changed: make(chan struct{})}
 	if err := r.Up(); err != nil {
 		return nil, err
 	}
@@ -380,6 +384,13 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request, down <-chan s
 	w.WriteHeader(q.Status)
 	if q.Status/100 == 2 {
 		_, _ = io.WriteString(w, "ok")
+		if r.observe != nil {
+			keys := make([]string, len(q.Records))
+			for i, rec := range q.Records {
+				keys[i] = rec.Key
+			}
+			r.observe(keys)
+		}
 	} else {
 		_, _ = io.WriteString(w, "webhooktest: failing as told with "+strconv.Itoa(q.Status))
 	}
