@@ -41,15 +41,19 @@ func (s *Store) Cursor(ctx context.Context, name string) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	// Close closes the database once it has set stopped under submitMu:
+	// reading under submitMu keeps it open.
+	s.submitMu.RLock()
+	defer s.submitMu.RUnlock()
+	if s.stopped {
+		return 0, storage.ErrClosed
+	}
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
 	if s.db == nil {
 		return 0, s.health.err()
 	}
 	val, closer, err := s.db.Get(cursorKey(name))
-	if errors.Is(err, pebble.ErrClosed) {
-		return 0, storage.ErrClosed
-	}
 	if errors.Is(err, pebble.ErrNotFound) {
 		return 0, nil
 	}

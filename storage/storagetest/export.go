@@ -99,6 +99,9 @@ func testCursorsReopen(t *testing.T, h Harness) {
 	if err := cs.SaveCursor(ctx, "sink", want+1); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("save after close: got %v, want ErrClosed", err)
 	}
+	if _, err := cs.Cursor(ctx, "sink"); !errors.Is(err, storage.ErrClosed) {
+		t.Fatalf("read after close: got %v, want ErrClosed", err)
+	}
 	s = h.Open(t, dir, opts)
 	defer s.Close()
 	if got, err := s.(storage.CursorStore).Cursor(ctx, "sink"); err != nil || got != want {
