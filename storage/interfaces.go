@@ -265,7 +265,11 @@ type CursorStore interface {
 	Cursor(ctx context.Context, name string) (int64, error)
 	// SaveCursor durably saves rev under name: once it returns nil, a
 	// restart, even after kill -9, reads rev back. It fails with
-	// ErrUnavailable (or ErrUnreachable) as writes do.
+	// ErrUnavailable (or ErrUnreachable) as writes do. On a store that is
+	// also an Elector, a ctx descending from a leading context of Lead
+	// fences the save on that leadership: if the leadership was lost,
+	// even unnoticed yet, it fails with ErrConflict and saves nothing.
+	// A name is 1 to 253 bytes without '/'.
 	SaveCursor(ctx context.Context, name string, rev int64) error
 }
 
@@ -305,5 +309,7 @@ type Elector interface {
 	// leadership is lost (for instance, when the replica loses etcd for
 	// longer than its session TTL) or ctx ends; the caller then stops the
 	// task and may call Lead again. release gives the leadership up.
+	// The task should use leading (or contexts derived from it) for its
+	// SaveCursor calls, which fences them on the leadership.
 	Lead(ctx context.Context, name string) (leading context.Context, release func(), err error)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/kubevents/kubevents/storage"
@@ -16,7 +17,8 @@ import (
 const prefixCursor = 'c'
 
 // maxCursorName bounds a cursor's name: names are sink names from
-// eventsd's configuration, not client input, but a key stays small.
+// eventsd's configuration, not client input, but a key stays small. A
+// name has no '/', as on etcd, where it is one key segment.
 const maxCursorName = 253
 
 var _ storage.CursorStore = (*Store)(nil)
@@ -26,8 +28,8 @@ func cursorKey(name string) []byte {
 }
 
 func checkCursorName(name string) error {
-	if name == "" || len(name) > maxCursorName {
-		return fmt.Errorf("pebblestore: invalid cursor name %q: it must have 1 to %d bytes", name, maxCursorName)
+	if name == "" || len(name) > maxCursorName || strings.Contains(name, "/") {
+		return fmt.Errorf("pebblestore: invalid cursor name %q: it must have 1 to %d bytes and no '/'", name, maxCursorName)
 	}
 	return nil
 }

@@ -55,8 +55,10 @@ func testCursors(t *testing.T, h Harness) {
 	if got, _ := cs.Cursor(f.ctx, "sink-a"); got != 12 {
 		t.Fatalf("sink-a after sink-b's saves: %d, want 12", got)
 	}
-	if err := cs.SaveCursor(f.ctx, "", 1); err == nil {
-		t.Fatal("a cursor without a name was saved")
+	for _, bad := range []string{"", "a/b"} {
+		if err := cs.SaveCursor(f.ctx, bad, 1); err == nil {
+			t.Fatalf("cursor %q saved", bad)
+		}
 	}
 	if !h.SharedRevisions && f.s.Revision() != before {
 		t.Fatalf("saving cursors moved the revision from %d to %d", before, f.s.Revision())
