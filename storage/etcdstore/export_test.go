@@ -117,6 +117,34 @@ func TestLeadOneAtATime(t *testing.T) {
 	ra.release()
 }
 
+// TestLeadEndsWithStore: a Lead waiting on a store that closes returns
+// ErrClosed, and so does a Lead on a closed store.
+func TestLeadEndsWithStore(t *testing.T) {
+	e := newEnv(t, func(o *etcdstore.Options) { o.ElectionTTL = electionTTL })
+	ra := leads(t, lead(e.ctx, e.s, "export"), 10*time.Second)
+	b := e.replicaWith(nil)
+	bch := lead(e.ctx, b, "export")
+	waits(t, bch)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-bch:
+		if !errors.Is(r.err, storage.ErrClosed) {
+			t.Fatalf("Lead on a closing store: got %v, want ErrClosed", r.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lead still waiting after its store closed")
+	}
+	if _, _, err := b.Lead(e.ctx, "export"); !errors.Is(err, storage.ErrClosed) {
+		t.Fatalf("Lead on a closed store: got %v, want ErrClosed", err)
+	}
+	if got := e.getPrefix("/registry/kubevents.io/leader/export/"); len(got.Kvs) != 1 {
+		t.Fatalf("%d keys under the election after the waiting candidate closed, want the leader's", len(got.Kvs))
+	}
+	ra.release()
+}
+
 // TestLeadDeposedCursorFenced: a replica whose session is lost (here its
 // lease is revoked from outside, as when etcd expires it while the
 // replica is cut off) stops leading, and the cursors it saves with its
