@@ -266,20 +266,38 @@ type CursorStore interface {
 	Cursor(ctx context.Context, name string) (rev int64, found bool, err error)
 	// SaveCursor durably saves rev under name: once it returns nil, a
 	// restart, even after kill -9, reads rev back. It fails with
-	// ErrUnavailable (or ErrUnreachable) as writes do.
+	// ErrUnavailable (or ErrUnreachable) as writes do. On a store that is
+	// also an Elector, a ctx descending from a leading context of Lead
+	// fences the save on that leadership: if the leadership was lost,
+	// even unnoticed yet, it fails with ErrConflict and saves nothing.
+	// A name is 1 to 253 bytes without '/'.
 	SaveCursor(ctx context.Context, name string, rev int64) error
 }
+
+// DefaultMaxHistoryHold is the default hold limit of HistoryHolder stores
+// (their MaxHistoryHold option) and so of how far an export sink may lag
+// (eventsd's --export-max-lag): a day covers a sink down overnight or over
+// an incident, while the disk the held history takes stays bounded by a
+// day of writes (and by the store's storage budget).
+const DefaultMaxHistoryHold = 24 * time.Hour
 
 // HistoryHolder is implemented by stores whose change history can be held
 // back for a consumer that resumes from an older revision than watches
 // usually do: the exporter, resuming each sink from its cursor.
+//
+// A hold overrides the store's usual history bounds (its history window
+// and its caps on the number of kept changes, HistoryMaxEvents or
+// HistoryMaxRevisions): while a consumer lags, the history it needs is
+// bounded only by time (MaxHistoryHold) and by the store's storage
+// budget, if it has one.
 type HistoryHolder interface {
 	// HoldHistory asks the store to keep every change after rev for
 	// watches to resume from, beyond its usual history window, but never
 	// changes older than the store's hold limit (its MaxHistoryHold
 	// option: the changes made more than that long ago may be trimmed
 	// whatever the hold). A later call replaces the hold; rev <= 0
-	// releases it. It does not block on I/O.
+	// releases it. It does not block on I/O. A watch from rev itself
+	// stays possible: the changes after rev are kept.
 	HoldHistory(rev int64)
 }
 
@@ -292,5 +310,7 @@ type Elector interface {
 	// leadership is lost (for instance, when the replica loses etcd for
 	// longer than its session TTL) or ctx ends; the caller then stops the
 	// task and may call Lead again. release gives the leadership up.
+	// The task should use leading (or contexts derived from it) for its
+	// SaveCursor calls, which fences them on the leadership.
 	Lead(ctx context.Context, name string) (leading context.Context, release func(), err error)
 }

@@ -49,6 +49,10 @@ func (s *Store) compact(ctx context.Context, version, prevRev int64) (int64, int
 	if n := s.opts.HistoryMaxRevisions; n > 0 && s.Revision()-n > target {
 		target = s.Revision() - n
 	}
+	target, err := s.heldTarget(ctx, target) // hold.go
+	if err != nil {
+		return version, prevRev, err
+	}
 	resp, err := s.cli.Txn(ctx).If(
 		clientv3.Compare(clientv3.Version(compactRevKey), "=", version),
 	).Then(

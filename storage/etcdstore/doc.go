@@ -25,7 +25,10 @@
 //     state.
 //   - Compaction: every CompactionInterval, coordinated with other writers
 //     (other eventsd replicas, kube-apiservers) through compact_rev_key, to
-//     the revision seen one interval earlier.
+//     the revision seen one interval earlier, or less far while a history
+//     hold (HoldHistory) asks for older changes, up to MaxHistoryHold.
+//   - Export: cursors (CursorStore), history holds and leader elections
+//     (Lead) are keys under <prefix>/kubevents.io/, outside the events.
 //
 // Watches: the store keeps one etcd watch on the prefix (WithRev(rev+1),
 // WithPrevKV, WithPrefix, WithProgressNotify) and fans its changes out to

@@ -356,3 +356,58 @@ func TestKillMemberUnderLoad(t *testing.T) {
 	}
 	t.Logf("all %d acknowledged creates read back; %d events stored in all", len(acked), len(stored))
 }
+
+// TestLeadLostWithEtcd: a leader cut off from etcd stops leading once
+// its session's lease could not be kept alive for its TTL, its fenced
+// cursor saves fail meanwhile, and once etcd is back it can lead again
+// (after the old lease expires in etcd).
+func TestLeadLostWithEtcd(t *testing.T) {
+	const ttl = 2 * time.Second
+	dir := t.TempDir()
+	e, endpoint := etcdtest.Start(t, dir)
+	t.Cleanup(func() { e.Close() }) // after the store's Cleanup
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, err := etcdstore.Open(etcdstore.Options{
+		Endpoints:          []string{endpoint},
+		DialTimeout:        etcdtest.StartTimeout,
+		RequestTimeout:     failRequestTimeout,
+		CompactionInterval: -1,
+		ElectionTTL:        ttl,
+		Clock:              clk,
+		Logger:             slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := leads(t, lead(ctx, s, "export"), 10*time.Second)
+	closed := etcdtest.Kill(e)
+	ended(t, r.leading, ttl+failBound)
+	if err := s.SaveCursor(context.WithoutCancel(r.leading), "sink", 1); !errors.Is(err, storage.ErrUnreachable) {
+		t.Fatalf("cursor save with etcd down: got %v, want ErrUnreachable", err)
+	}
+	<-closed
+	e, _ = etcdtest.Start(t, dir)
+	ch := lead(ctx, s, "export")
+	deadline := time.Now().Add(recoverTimeout)
+	for {
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				t.Fatalf("Lead after etcd returned: %v", r.err)
+			}
+			if err := s.SaveCursor(r.leading, "sink", 2); err != nil {
+				t.Fatalf("cursor save as the leader again: %v", err)
+			}
+			r.release()
+			return
+		case <-time.After(50 * time.Millisecond):
+			clk.Step(time.Second) // Lead's retries wait on the store's clock
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not leading within %v of etcd's return", recoverTimeout)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubevents/kubevents/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -59,6 +60,14 @@ const (
 	// reconnect to an endpoint (120 s by default): the store notices an
 	// etcd that returns within this long, however long it was away.
 	reconnectMaxDelay = 2 * time.Second
+	// DefaultElectionTTL is the TTL of the session lease behind Lead's
+	// leadership (and a history hold): kube-controller-manager's leader
+	// election lease duration. A replica cut off from etcd loses its
+	// leadership within it, and another takes over after it.
+	DefaultElectionTTL = 15 * time.Second
+	// DefaultMaxHistoryHold is storage.DefaultMaxHistoryHold: how long
+	// history held for an exporter (Store.HoldHistory) is kept at most.
+	DefaultMaxHistoryHold = storage.DefaultMaxHistoryHold
 )
 
 // Options configure Open. The zero value of each field means its default.
@@ -102,8 +111,16 @@ type Options struct {
 	// HistoryMaxRevisions, when > 0, also compacts away revisions older
 	// than the newest minus this many at each compaction, bounding
 	// history in a write storm. Zero (the default, as upstream) keeps one
-	// full interval.
+	// full interval. A history hold (Store.HoldHistory) overrides both.
 	HistoryMaxRevisions int64
+
+	// MaxHistoryHold bounds a history hold (Store.HoldHistory): the
+	// store's compactions keep the changes a hold asks for only while
+	// they are younger than this (DefaultMaxHistoryHold).
+	MaxHistoryHold time.Duration
+	// ElectionTTL is the TTL of the session lease of Lead, and of a
+	// history hold, in whole seconds (DefaultElectionTTL).
+	ElectionTTL time.Duration
 
 	// RingSize is the number of recent changes kept in memory for
 	// watchers, at least (up to twice as many between trims)
@@ -157,6 +174,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CompactionInterval == 0 {
 		o.CompactionInterval = DefaultCompactionInterval
+	}
+	if o.MaxHistoryHold <= 0 {
+		o.MaxHistoryHold = DefaultMaxHistoryHold
+	}
+	if o.ElectionTTL <= 0 {
+		o.ElectionTTL = DefaultElectionTTL
 	}
 	if o.RingSize <= 0 {
 		o.RingSize = DefaultRingSize

@@ -68,6 +68,8 @@ type Store struct {
 	lastCount   atomic.Int64 // the last event count Stats got
 	lastBytes   atomic.Int64 // the last database size Stats got
 
+	hold historyHold // see hold.go
+
 	undecodableMetric *prometheus.CounterVec
 	grantsMetric      prometheus.Counter
 	listKeysMetric    *prometheus.CounterVec
@@ -85,6 +87,7 @@ func Open(opts Options) (*Store, error) {
 		codec: newCodec(),
 		log:   opts.Logger,
 	}
+	s.hold.wake = make(chan struct{}, 1)
 	s.decodeLog = ratelog.New(opts.Clock, undecodableLogInterval)
 	s.undecodableMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kubevents_etcd_undecodable_values_total",
@@ -185,6 +188,8 @@ func Open(opts Options) (*Store, error) {
 	case <-ctx.Done():
 		s.log.Warn("etcdstore: the shared watch was not created in time; continuing")
 	}
+	s.wg.Add(1)
+	go s.holdLoop()
 	if opts.CompactionInterval > 0 {
 		ticker := opts.Clock.NewTicker(opts.CompactionInterval)
 		s.wg.Add(1)

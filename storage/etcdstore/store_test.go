@@ -46,6 +46,7 @@ func open(t *testing.T, dir string, o storagetest.Options) storage.Interface {
 		Clock:               o.Clock,
 		DefaultTTL:          o.DefaultTTL,
 		HistoryMaxRevisions: o.HistoryMaxEvents,
+		MaxHistoryHold:      o.MaxHistoryHold,
 		RingSize:            256, // small, so lagging watchers catch up with watches of their own
 		Logger:              slog.New(slog.DiscardHandler),
 	})
@@ -57,5 +58,5 @@ func open(t *testing.T, dir string, o storagetest.Options) storage.Interface {
 }
 
 func TestConformance(t *testing.T) {
-	storagetest.Run(t, storagetest.Harness{Open: open, WallClockTTL: true, ContinueExpiresByCompaction: true})
+	storagetest.Run(t, storagetest.Harness{Open: open, WallClockTTL: true, ContinueExpiresByCompaction: true, SharedRevisions: true})
 }

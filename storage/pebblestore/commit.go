@@ -25,6 +25,7 @@ const (
 	opExpire // delete if still at pre.Revision and expired
 	opTrim   // drop change-log entries below trimTo
 	opReopen // reopen the database if a full disk left it unable to write
+	opCursor // save the cursor name at cursorRev (see cursor.go)
 )
 
 // op is one write handed to the committer. The submitting goroutine fills
@@ -39,6 +40,7 @@ type op struct {
 	pre             storage.Preconditions
 	createIfMissing bool
 	trimTo          int64
+	cursorRev       int64
 
 	result *corev1.Event
 	err    error
@@ -326,6 +328,10 @@ func estimateBytes(ops []*op) int {
 
 // stage adds o's writes to the group's batch.
 func (s *Store) stage(g *group, o *op) error {
+	if o.kind == opCursor {
+		_ = g.batch.Set(cursorKey(o.name), revBytes(o.cursorRev), nil)
+		return nil
+	}
 	if o.kind == opTrim {
 		_ = g.batch.DeleteRange(logKey(0), logKey(o.trimTo), nil)
 		_ = g.batch.Set(metaOldest, revBytes(o.trimTo), nil)

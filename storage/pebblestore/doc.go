@@ -8,6 +8,7 @@
 //	x <expiry> <ns>/<name>              → rev; the TTL queue
 //	i <index> <escaped value> <ns>/<name> → secondary index entry
 //	m <name>                            → metadata (revision, count, oldest log rev)
+//	c <name>                            → an export cursor's revision (cursor.go)
 //
 // Writes go through one committer goroutine that gathers concurrent requests
 // into a group, checks their preconditions, assigns revisions and commits the

@@ -127,7 +127,7 @@ func (s *Store) expiredOps(now time.Time) []*op {
 }
 
 // trim drops change-log entries older than the history window, or beyond
-// HistoryMaxEvents.
+// HistoryMaxEvents, but those a hold keeps (hold.go).
 func (s *Store) trim(now time.Time, cps []checkpoint, lastTrim time.Time) ([]checkpoint, time.Time) {
 	cutoff := now.Add(-s.opts.HistoryWindow)
 	var keepFrom int64
@@ -141,6 +141,7 @@ func (s *Store) trim(now time.Time, cps []checkpoint, lastTrim time.Time) ([]che
 	if capped := s.Revision() - s.opts.HistoryMaxEvents + 1; capped > keepFrom {
 		keepFrom = capped
 	}
+	keepFrom = s.heldKeepFrom(now, keepFrom)
 	oldest := s.oldestRev.Load()
 	if keepFrom <= oldest {
 		return cps, lastTrim

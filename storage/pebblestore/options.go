@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/kubevents/kubevents/storage"
 	"k8s.io/utils/clock"
 )
 
@@ -52,6 +53,9 @@ const (
 	// and a write storm makes one revision per group commit, so 10,000
 	// covers a paginated list every 30 ms for the whole 5-minute window.
 	DefaultMaxListSnapshots = 10_000
+	// DefaultMaxHistoryHold is storage.DefaultMaxHistoryHold: how long
+	// history held for an exporter (Store.HoldHistory) is kept at most.
+	DefaultMaxHistoryHold = storage.DefaultMaxHistoryHold
 )
 
 // Options configure Open. The zero value of each field means its default.
@@ -68,8 +72,14 @@ type Options struct {
 	// HistoryWindow is how long changes are kept for watches to resume
 	// from, and continue tokens stay consistent.
 	HistoryWindow time.Duration
-	// HistoryMaxEvents caps the number of kept changes.
+	// HistoryMaxEvents caps the number of kept changes, unless a hold
+	// (Store.HoldHistory) needs more of them.
 	HistoryMaxEvents int64
+	// MaxHistoryHold is how long a change is kept at most for a hold
+	// (Store.HoldHistory): older changes are trimmed whatever the hold
+	// (DefaultMaxHistoryHold). While a hold lasts, the change log is
+	// bounded by this time, not by HistoryWindow and HistoryMaxEvents.
+	MaxHistoryHold time.Duration
 	// MaxGroup caps the writes committed in one batch.
 	MaxGroup int
 	// ExpiryInterval is how often expired events are deleted.
@@ -113,6 +123,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HistoryMaxEvents <= 0 {
 		o.HistoryMaxEvents = DefaultHistoryMaxEvents
+	}
+	if o.MaxHistoryHold <= 0 {
+		o.MaxHistoryHold = DefaultMaxHistoryHold
 	}
 	if o.MaxGroup <= 0 {
 		o.MaxGroup = DefaultMaxGroup

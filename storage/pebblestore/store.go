@@ -63,6 +63,8 @@ type Store struct {
 	live     int             // views not yet closed
 
 	hub *hub
+
+	hold historyHold // see hold.go
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -116,9 +118,14 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.viewCond = sync.NewCond(&s.viewMu)
 	if s.db, err = s.openDB(); err == nil {
-		if err = s.loadState(); err != nil {
+		var held int64
+		if err = s.loadState(); err == nil {
+			held, err = s.initialHold()
+		}
+		if err != nil {
 			s.db.Close()
 		}
+		s.hold.rev.Store(held)
 	}
 	if err != nil {
 		cache.Unref()

@@ -21,6 +21,7 @@ func open(t *testing.T, dir string, o storagetest.Options) storage.Interface {
 		HistoryMaxEvents: o.HistoryMaxEvents,
 		ExpiryInterval:   o.ExpiryInterval,
 		HistoryWindow:    o.HistoryWindow,
+		MaxHistoryHold:   o.MaxHistoryHold,
 		RingSize:         256, // small, so lagging watchers read the on-disk log
 		Logger:           slog.New(slog.DiscardHandler),
 	})

@@ -34,6 +34,9 @@ type Options struct {
 	// HistoryWindow is how long changes are kept for watches to resume
 	// from and continue tokens stay valid.
 	HistoryWindow time.Duration
+	// MaxHistoryHold bounds a history hold (storage.HistoryHolder); 0
+	// means the backend's default.
+	MaxHistoryHold time.Duration
 }
 
 // Harness opens the backend under test.
@@ -54,6 +57,12 @@ type Harness struct {
 	// The pagination case then checks only that tokens outlive other
 	// clients' lists; the backend tests expiry by compaction itself.
 	ContinueExpiresByCompaction bool
+	// SharedRevisions says the backend's revision counter is shared with
+	// keys that are not events (etcd's), so that writes outside the
+	// events, such as cursors (storage.CursorStore), move the revision the
+	// next event gets. The cursor case then checks only that cursors are
+	// not events.
+	SharedRevisions bool
 }
 
 // Run runs the conformance suite.
@@ -82,6 +91,9 @@ func Run(t *testing.T, h Harness) {
 		{"Reopen", testReopen},
 		{"WatchResumeShortLived", testWatchResumeShortLived},
 		{"ConcurrentWrites", testConcurrentWrites},
+		{"Cursors", testCursors},
+		{"CursorsReopen", testCursorsReopen},
+		{"HoldHistory", testHoldHistory},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
