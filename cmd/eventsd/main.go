@@ -20,6 +20,8 @@ import (
 
 	"github.com/kubevents/kubevents/access"
 	"github.com/kubevents/kubevents/admission/eventratelimit"
+	"github.com/kubevents/kubevents/export"
+	"github.com/kubevents/kubevents/export/exportconfig"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
@@ -53,6 +55,8 @@ type options struct {
 	bookmarkEvery   time.Duration
 	admissionConfig string
 	retentionConfig string
+	exportConfig    string
+	exportMaxLag    time.Duration
 
 	storageBackend     string
 	etcdServers        []string
@@ -100,6 +104,8 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.dataDir, "data-dir", "./eventsd-data", "Directory of the embedded store; created if missing.")
 	f.DurationVar(&o.eventTTL, "event-ttl", server.DefaultEventTTL, "Amount of time to retain events after their last write.")
 	f.StringVar(&o.retentionConfig, "retention-config", "", "File with a RetentionConfiguration (eventsd.kubevents.io/v1alpha1): ordered rules matching events' namespaces, types, reasons and reporting controllers (or source components), each with a TTL; the first rule an event matches gives the TTL of each of its writes, --event-ttl the rest. On etcd the lease follows the rule.")
+	f.StringVar(&o.exportConfig, "export-config", "", "File with an ExportConfiguration (eventsd.kubevents.io/v1alpha1): sinks (webhook, otlp, file) that get every matching event change, at least once, in revision order, each record with an idempotency key (uid/resourceVersion); each sink's cursor is kept in the store, so restarts resume where the sink left off. On etcd one replica exports at a time.")
+	f.DurationVar(&o.exportMaxLag, "export-max-lag", pebblestore.DefaultMaxHistoryHold, "How far back the store keeps changes for the slowest export sink to resume from; a sink further behind loses the changes before (counted in eventsd_export_lost_total and logged).")
 	f.DurationVar(&o.historyWindow, "watch-history", pebblestore.DefaultHistoryWindow, "How long changes are kept for watches and paginated lists to resume from.")
 	f.Int64Var(&o.watchRingBytes, "watch-ring-bytes", pebblestore.DefaultRingBytes, "Most bytes of recent changes kept decoded in memory for watchers (at most 4096 changes); watchers further behind read the on-disk change log.")
 	f.Int64Var(&o.minFreeDisk, "min-free-disk-bytes", pebblestore.DefaultMinFreeBytes, "Free space the data directory's filesystem keeps: below it writes get 507 and /readyz fails, until space is freed. Negative: no check.")
@@ -204,6 +210,17 @@ func run(ctx context.Context, o options) error {
 		}
 		retentionConfig = c
 	}
+	var exportConfig *exportconfig.Configuration
+	if o.exportConfig != "" {
+		c, err := exportconfig.LoadFile(o.exportConfig)
+		if err != nil {
+			return fmt.Errorf("--export-config: %w", err)
+		}
+		exportConfig = c
+	}
+	if o.exportMaxLag <= 0 {
+		return fmt.Errorf("--export-max-lag must be positive, not %v", o.exportMaxLag)
+	}
 	auth, err := access.Build(ao)
 	if err != nil {
 		return err
@@ -226,6 +243,25 @@ func run(ctx context.Context, o options) error {
 		store.Close()
 		return fmt.Errorf("--listen: %w", err)
 	}
+	// The exporter runs until the server has stopped taking writes, and
+	// stops before the store closes.
+	var exp *export.Exporter
+	if exportConfig != nil {
+		if exp, err = newExporter(exportConfig, store, reg, log); err != nil {
+			ln.Close()
+			store.Close()
+			return fmt.Errorf("--export-config: %w", err)
+		}
+	}
+	exportCtx, stopExport := context.WithCancel(context.Background())
+	defer stopExport()
+	exportDone := make(chan struct{})
+	go func() {
+		defer close(exportDone)
+		if exp != nil {
+			_ = exp.Run(exportCtx)
+		}
+	}()
 	hs := srv.NewHTTPServer()
 	hs.TLSConfig = tlsConfig
 	errc := make(chan error, 1)
@@ -256,6 +292,8 @@ func run(ctx context.Context, o options) error {
 	if serr := hs.Shutdown(sctx); serr != nil {
 		log.Warn("requests still in flight at the shutdown deadline", "err", serr)
 	}
+	stopExport()
+	<-exportDone
 	if cerr := store.Close(); cerr != nil {
 		log.Error("closing the store", "err", cerr)
 		return cerr
@@ -268,11 +306,34 @@ func run(ctx context.Context, o options) error {
 }
 
 // openStore opens the backend --storage-backend names.
+// newExporter builds the configured sinks and an exporter over store.
+func newExporter(c *exportconfig.Configuration, store storage.Interface, reg prometheus.Registerer, log *slog.Logger) (*export.Exporter, error) {
+	es, ok := store.(export.Store)
+	if !ok {
+		return nil, errors.New("the storage backend cannot keep export cursors")
+	}
+	specs, err := c.Build(exportconfig.BuildOptions{Version: server.DefaultVersion.GitVersion})
+	if err != nil {
+		return nil, err
+	}
+	exp, err := export.New(export.Options{Store: es, Sinks: specs, Registerer: reg, Logger: log})
+	if err != nil {
+		for _, s := range specs {
+			s.Sink.Close()
+		}
+		return nil, err
+	}
+	for _, s := range specs {
+		log.Info("exporting events", "sink", s.Name, "type", s.Type)
+	}
+	return exp, nil
+}
+
 func openStore(o options, log *slog.Logger, reg prometheus.Registerer) (storage.Interface, error) {
 	switch o.storageBackend {
 	case backendPebble:
 		return pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow,
-			RingBytes: o.watchRingBytes, MinFreeBytes: o.minFreeDisk, Logger: log})
+			RingBytes: o.watchRingBytes, MinFreeBytes: o.minFreeDisk, MaxHistoryHold: o.exportMaxLag, Logger: log})
 	case backendEtcd:
 		if len(o.etcdServers) == 0 {
 			return nil, errors.New("--storage-backend=etcd needs --etcd-servers")
@@ -291,6 +352,7 @@ func openStore(o options, log *slog.Logger, reg prometheus.Registerer) (storage.
 			CompactionInterval: o.etcdCompaction,
 			RequestTimeout:     o.etcdRequestTimeout,
 			ReadycheckTimeout:  o.etcdReadycheck,
+			MaxHistoryHold:     o.exportMaxLag,
 			Logger:             log,
 			Registerer:         reg,
 		}

@@ -188,7 +188,10 @@ func TestSendRoundTrip(t *testing.T) {
 				if h := g.Headers["x-tenant"]; len(h) != 1 || h[0] != "team-a" {
 					t.Errorf("%s: x-tenant header %q", k, h)
 				}
-				g.Scope, g.ScopeVersion, g.Protocol, g.ObservedTimestamp, g.Headers = "", "", "", time.Time{}, nil
+				if g.Request != 1 {
+					t.Errorf("%s: in request %d, want 1 (one batch, one request)", k, g.Request)
+				}
+				g.Scope, g.ScopeVersion, g.Protocol, g.ObservedTimestamp, g.Headers, g.Request = "", "", "", time.Time{}, nil, 0
 				if diff := cmp.Diff(w, g); diff != "" {
 					t.Errorf("%s: received record (-want +got):\n%s", k, diff)
 				}

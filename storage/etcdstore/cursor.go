@@ -40,27 +40,27 @@ func checkName(what, name string) error {
 
 // Cursor implements storage.CursorStore with a linearizable read of the
 // cursor's key.
-func (s *Store) Cursor(ctx context.Context, name string) (int64, error) {
+func (s *Store) Cursor(ctx context.Context, name string) (int64, bool, error) {
 	if err := s.checkOpen(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if err := checkName("cursor", name); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	rctx, cancel := s.requestCtx(ctx)
 	defer cancel()
 	resp, err := s.cli.Get(rctx, s.cursorKey(name))
 	if err != nil {
-		return 0, fmt.Errorf("etcdstore: read cursor %q: %w", name, mapErr(s.unavailable(ctx, err)))
+		return 0, false, fmt.Errorf("etcdstore: read cursor %q: %w", name, mapErr(s.unavailable(ctx, err)))
 	}
 	if len(resp.Kvs) == 0 {
-		return 0, nil
+		return 0, false, nil
 	}
 	rev, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("etcdstore: cursor %q holds %q, not a revision", name, resp.Kvs[0].Value)
+		return 0, false, fmt.Errorf("etcdstore: cursor %q holds %q, not a revision", name, resp.Kvs[0].Value)
 	}
-	return rev, nil
+	return rev, true, nil
 }
 
 // SaveCursor implements storage.CursorStore with a put of the cursor's

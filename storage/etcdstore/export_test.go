@@ -186,7 +186,7 @@ func TestLeadDeposedCursorFenced(t *testing.T) {
 	if err := a.SaveCursor(context.WithoutCancel(ra.leading), "sink", 6); !errors.Is(err, storage.ErrConflict) {
 		t.Fatalf("a deposed leader's cursor after the new leader's: got %v, want ErrConflict", err)
 	}
-	if got, err := a.Cursor(e.ctx, "sink"); err != nil || got != 7 {
+	if got, _, err := a.Cursor(e.ctx, "sink"); err != nil || got != 7 {
 		t.Fatalf("cursor %d, %v; want the new leader's 7", got, err)
 	}
 	rb.release()
@@ -211,7 +211,7 @@ func TestCursorLayout(t *testing.T) {
 	if resp := e.get("/custom/kubevents.io/exportcursors/loki"); len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "43" {
 		t.Fatalf("cursor under /custom holds %v", resp.Kvs)
 	}
-	if got, _ := e.s.Cursor(e.ctx, "loki"); got != 42 {
+	if got, _, _ := e.s.Cursor(e.ctx, "loki"); got != 42 {
 		t.Fatalf("prefixes share a cursor: %d", got)
 	}
 	for _, bad := range []string{"", "a/b"} {

@@ -112,7 +112,7 @@ func TestCrashKeepsSavedCursors(t *testing.T) {
 	}
 	defer s2.Close()
 	for name, want := range saved {
-		if got, err := s2.Cursor(ctx, name); err != nil || got != want {
+		if got, _, err := s2.Cursor(ctx, name); err != nil || got != want {
 			t.Fatalf("cursor %s after the crash: %d, %v; want %d", name, got, err, want)
 		}
 	}

@@ -35,38 +35,38 @@ func checkCursorName(name string) error {
 }
 
 // Cursor implements storage.CursorStore: the revision last saved under
-// name, or 0.
-func (s *Store) Cursor(ctx context.Context, name string) (int64, error) {
+// name, and whether one is.
+func (s *Store) Cursor(ctx context.Context, name string) (int64, bool, error) {
 	if err := checkCursorName(name); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	// Close closes the database once it has set stopped under submitMu:
 	// reading under submitMu keeps it open.
 	s.submitMu.RLock()
 	defer s.submitMu.RUnlock()
 	if s.stopped {
-		return 0, storage.ErrClosed
+		return 0, false, storage.ErrClosed
 	}
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
 	if s.db == nil {
-		return 0, s.health.err()
+		return 0, false, s.health.err()
 	}
 	val, closer, err := s.db.Get(cursorKey(name))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("pebblestore: reading cursor %q: %w", name, err)
+		return 0, false, fmt.Errorf("pebblestore: reading cursor %q: %w", name, err)
 	}
 	defer closer.Close()
 	if len(val) != 8 {
-		return 0, fmt.Errorf("pebblestore: corrupt cursor %q", name)
+		return 0, false, fmt.Errorf("pebblestore: corrupt cursor %q", name)
 	}
-	return int64(binary.BigEndian.Uint64(val)), nil
+	return int64(binary.BigEndian.Uint64(val)), true, nil
 }
 
 // SaveCursor implements storage.CursorStore. The cursor goes through the

@@ -32,7 +32,7 @@ func TestDiskFullRefusesCursors(t *testing.T) {
 	if err := s.SaveCursor(ctx, "sink", 6); !errors.Is(err, storage.ErrUnavailable) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("save on a full disk: got %v, want ErrUnavailable for ENOSPC", err)
 	}
-	if got, err := s.Cursor(ctx, "sink"); err != nil || got != 5 {
+	if got, _, err := s.Cursor(ctx, "sink"); err != nil || got != 5 {
 		t.Fatalf("cursor on a full disk: %d, %v; want 5", got, err)
 	}
 	fs.limit.Store(1 << 40)
@@ -40,7 +40,7 @@ func TestDiskFullRefusesCursors(t *testing.T) {
 	if err := s.SaveCursor(ctx, "sink", 7); err != nil {
 		t.Fatalf("save once space is back: %v", err)
 	}
-	if got, err := s.Cursor(ctx, "sink"); err != nil || got != 7 {
+	if got, _, err := s.Cursor(ctx, "sink"); err != nil || got != 7 {
 		t.Fatalf("cursor: %d, %v; want 7", got, err)
 	}
 }

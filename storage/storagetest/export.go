@@ -38,8 +38,8 @@ func testCursors(t *testing.T, h Harness) {
 	}
 	defer w.Stop()
 	before, stats := f.s.Revision(), f.s.Stats()
-	if got, err := cs.Cursor(f.ctx, "sink-a"); err != nil || got != 0 {
-		t.Fatalf("cursor never saved: got %d, %v; want 0", got, err)
+	if got, found, err := cs.Cursor(f.ctx, "sink-a"); err != nil || got != 0 || found {
+		t.Fatalf("cursor never saved: got %d, %v, %v; want 0, not found", got, found, err)
 	}
 	for _, c := range []struct {
 		name string
@@ -48,11 +48,11 @@ func testCursors(t *testing.T, h Harness) {
 		if err := cs.SaveCursor(f.ctx, c.name, c.rev); err != nil {
 			t.Fatalf("save %s at %d: %v", c.name, c.rev, err)
 		}
-		if got, err := cs.Cursor(f.ctx, c.name); err != nil || got != c.rev {
+		if got, found, err := cs.Cursor(f.ctx, c.name); err != nil || got != c.rev || !found {
 			t.Fatalf("cursor %s after saving %d: got %d, %v", c.name, c.rev, got, err)
 		}
 	}
-	if got, _ := cs.Cursor(f.ctx, "sink-a"); got != 12 {
+	if got, _, _ := cs.Cursor(f.ctx, "sink-a"); got != 12 {
 		t.Fatalf("sink-a after sink-b's saves: %d, want 12", got)
 	}
 	for _, bad := range []string{"", "a/b"} {
@@ -101,12 +101,12 @@ func testCursorsReopen(t *testing.T, h Harness) {
 	if err := cs.SaveCursor(ctx, "sink", want+1); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("save after close: got %v, want ErrClosed", err)
 	}
-	if _, err := cs.Cursor(ctx, "sink"); !errors.Is(err, storage.ErrClosed) {
+	if _, _, err := cs.Cursor(ctx, "sink"); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("read after close: got %v, want ErrClosed", err)
 	}
 	s = h.Open(t, dir, opts)
 	defer s.Close()
-	if got, err := s.(storage.CursorStore).Cursor(ctx, "sink"); err != nil || got != want {
+	if got, _, err := s.(storage.CursorStore).Cursor(ctx, "sink"); err != nil || got != want {
 		t.Fatalf("cursor after reopen: %d, %v; want %d", got, err, want)
 	}
 }

@@ -94,6 +94,9 @@ type Record struct {
 	ObservedTimestamp time.Time
 	// Protocol is "grpc" or "http": the server that received it.
 	Protocol string
+	// Request numbers the request it came in, from 1 in arrival order
+	// (records of one request share it).
+	Request int
 	// Headers holds the request's headers (gRPC metadata), names
 	// lower-cased.
 	Headers map[string][]string
@@ -305,6 +308,7 @@ var errHang = errors.New("otlptest: hung request ended")
 func (r *Receiver) export(ctx context.Context, req *collogpb.ExportLogsServiceRequest, protocol string, headers map[string][]string) (*collogpb.ExportLogsServiceResponse, codes.Code, string) {
 	r.mu.Lock()
 	r.requests++
+	request := r.requests
 	mode, hang := r.mode, r.stopHang
 	r.notifyLocked()
 	r.mu.Unlock()
@@ -321,6 +325,9 @@ func (r *Receiver) export(ctx context.Context, req *collogpb.ExportLogsServiceRe
 		return nil, codes.Unavailable, errHang.Error()
 	}
 	recs := decode(req, protocol, headers)
+	for i := range recs {
+		recs[i].Request = request
+	}
 	resp := &collogpb.ExportLogsServiceResponse{}
 	if mode == PartialReject && len(recs) > 0 {
 		recs = recs[1:]
