@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,6 +29,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // options are eventsd's flags.
@@ -53,6 +56,7 @@ type options struct {
 	bookmarkEvery   time.Duration
 	admissionConfig string
 	retentionConfig string
+	maxStorageBytes quantityBytes
 
 	storageBackend     string
 	etcdServers        []string
@@ -100,6 +104,7 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.dataDir, "data-dir", "./eventsd-data", "Directory of the embedded store; created if missing.")
 	f.DurationVar(&o.eventTTL, "event-ttl", server.DefaultEventTTL, "Amount of time to retain events after their last write.")
 	f.StringVar(&o.retentionConfig, "retention-config", "", "File with a RetentionConfiguration (eventsd.kubevents.io/v1alpha1): ordered rules matching events' namespaces, types, reasons and reporting controllers (or source components), each with a TTL; the first rule an event matches gives the TTL of each of its writes, --event-ttl the rest. On etcd the lease follows the rule.")
+	f.Var(&o.maxStorageBytes, "max-storage-bytes", "Budget of the stored events, in bytes (an integer or a Kubernetes quantity such as 10Gi); 0: none. What counts: on pebble each event's key, value (its protobuf), TTL-queue and index entries, not the watch change log or pebble's compaction lag, so leave the disk headroom for those; on etcd the events' keys and values under the prefix. Past it the events closest to their expiry are expired early (watchers get DELETED; counted by retention rule in eventsd_storage_budget_expirations_total) until 90% of it is used, so writes never fail for it.")
 	f.DurationVar(&o.historyWindow, "watch-history", pebblestore.DefaultHistoryWindow, "How long changes are kept for watches and paginated lists to resume from.")
 	f.Int64Var(&o.watchRingBytes, "watch-ring-bytes", pebblestore.DefaultRingBytes, "Most bytes of recent changes kept decoded in memory for watchers (at most 4096 changes); watchers further behind read the on-disk change log.")
 	f.Int64Var(&o.minFreeDisk, "min-free-disk-bytes", pebblestore.DefaultMinFreeBytes, "Free space the data directory's filesystem keeps: below it writes get 507 and /readyz fails, until space is freed. Negative: no check.")
@@ -204,12 +209,23 @@ func run(ctx context.Context, o options) error {
 		}
 		retentionConfig = c
 	}
+	// The storage budget counts its early expirations by the rule that
+	// gave each event its TTL, which the server's policy chose at its
+	// last write: the same policy names it again.
+	policy, err := retention.NewPolicy(retentionConfig, o.eventTTL)
+	if err != nil {
+		return fmt.Errorf("--retention-config: %w", err)
+	}
+	ruleOf := func(ev *corev1.Event) string {
+		_, rule := policy.TTL(ev)
+		return rule
+	}
 	auth, err := access.Build(ao)
 	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	store, err := openStore(o, log, reg)
+	store, err := openStore(o, log, reg, ruleOf)
 	if err != nil {
 		return err
 	}
@@ -268,11 +284,12 @@ func run(ctx context.Context, o options) error {
 }
 
 // openStore opens the backend --storage-backend names.
-func openStore(o options, log *slog.Logger, reg prometheus.Registerer) (storage.Interface, error) {
+func openStore(o options, log *slog.Logger, reg prometheus.Registerer, ruleOf func(*corev1.Event) string) (storage.Interface, error) {
 	switch o.storageBackend {
 	case backendPebble:
 		return pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow,
-			RingBytes: o.watchRingBytes, MinFreeBytes: o.minFreeDisk, Logger: log})
+			RingBytes: o.watchRingBytes, MinFreeBytes: o.minFreeDisk, Logger: log,
+			MaxBytes: int64(o.maxStorageBytes), RuleOf: ruleOf, Registerer: reg})
 	case backendEtcd:
 		if len(o.etcdServers) == 0 {
 			return nil, errors.New("--storage-backend=etcd needs --etcd-servers")
@@ -312,3 +329,28 @@ func openStore(o options, log *slog.Logger, reg prometheus.Registerer) (storage.
 	}
 	return nil, fmt.Errorf("--storage-backend: %q is neither %s nor %s", o.storageBackend, backendPebble, backendEtcd)
 }
+
+// quantityBytes is a flag of bytes given as an integer or a Kubernetes
+// quantity (10Gi, 500M), as resource.ParseQuantity reads them.
+type quantityBytes int64
+
+// String implements pflag.Value.
+func (q *quantityBytes) String() string { return strconv.FormatInt(int64(*q), 10) }
+
+// Set implements pflag.Value: a negative, fractional or out-of-range
+// number of bytes is an error.
+func (q *quantityBytes) Set(v string) error {
+	qty, err := resource.ParseQuantity(v)
+	if err != nil {
+		return fmt.Errorf("%q is neither a number of bytes nor a quantity such as 10Gi: %w", v, err)
+	}
+	n, ok := qty.AsInt64()
+	if !ok || n < 0 {
+		return fmt.Errorf("%q is not a whole, non-negative number of bytes", v)
+	}
+	*q = quantityBytes(n)
+	return nil
+}
+
+// Type implements pflag.Value.
+func (q *quantityBytes) Type() string { return "quantity" }

@@ -152,10 +152,11 @@ func (b *Budget) Expired(ev *corev1.Event) {
 // opened.
 func (b *Budget) Expirations() int64 { return b.total.Load() }
 
-// Logged logs a round of n early expirations that took the measured bytes
-// from before to after, at most once per logInterval (with the number of
+// Logged records the end of a round of n early expirations that took the
+// measured bytes from before to after, and logs it at most once per logInterval (with the number of
 // rounds left unlogged since).
 func (b *Budget) Logged(n int, before, after int64) {
+	b.bytes.Set(float64(after))
 	if n == 0 {
 		return
 	}
