@@ -11,6 +11,7 @@ import (
 	"time"
 
 	budgetpkg "github.com/kubevents/kubevents/storage/budget"
+	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -60,11 +61,22 @@ func metricValue(t *testing.T, addr, sample string) (v float64, ok bool) {
 // TestMaxStorageBytes: eventsd with a budget far smaller than what is
 // written accepts every create (never 507), expires the events closest to
 // their expiry early, telling watchers (DELETED), and counts them by
-// retention rule in /metrics.
+// retention rule in /metrics; on either backend.
 func TestMaxStorageBytes(t *testing.T) {
+	t.Run("pebble", func(t *testing.T) {
+		testMaxStorageBytes(t, "--data-dir", t.TempDir())
+	})
+	t.Run("etcd", func(t *testing.T) {
+		e, endpoint := etcdtest.Start(t, t.TempDir())
+		defer e.Close()
+		testMaxStorageBytes(t, "--storage-backend", "etcd", "--etcd-servers", endpoint)
+	})
+}
+
+func testMaxStorageBytes(t *testing.T, backend ...string) {
 	const budget = 64 << 10
-	addr, stop := runEventsd(t, "--data-dir", t.TempDir(), "--max-storage-bytes", "64Ki",
-		"--retention-config", writeFile(t, "retention.yaml", exampleRetention))
+	addr, stop := runEventsd(t, append(backend, "--max-storage-bytes", "64Ki",
+		"--retention-config", writeFile(t, "retention.yaml", exampleRetention))...)
 	defer stop()
 	ctx := context.Background()
 	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://" + addr, QPS: -1})
@@ -111,7 +123,8 @@ func TestMaxStorageBytes(t *testing.T) {
 		t.Fatalf("%d of %d events left", len(list.Items), n)
 	}
 	// All have --event-ttl (no rule matched): the earliest written expire
-	// first, so the ones left are the last written.
+	// first (on etcd: they share leases, the earliest granted first), so
+	// the ones left are the last written.
 	for i, ev := range list.Items {
 		if want := fmt.Sprintf("e%04d", expired+i); ev.Name != want {
 			t.Fatalf("event %d left is %s, want %s: not the latest written", i, ev.Name, want)

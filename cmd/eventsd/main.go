@@ -310,6 +310,8 @@ func openStore(o options, log *slog.Logger, reg prometheus.Registerer, ruleOf fu
 			ReadycheckTimeout:  o.etcdReadycheck,
 			Logger:             log,
 			Registerer:         reg,
+			MaxBytes:           int64(o.maxStorageBytes),
+			RuleOf:             ruleOf,
 		}
 		if o.etcdCompaction <= 0 {
 			opts.CompactionInterval = -1 // off, as kube-apiserver's 0

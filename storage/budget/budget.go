@@ -144,6 +144,11 @@ func (b *Budget) Expired(ev *corev1.Event) {
 	if b.ruleOf != nil {
 		rule = b.ruleOf(ev)
 	}
+	b.ExpiredRule(rule)
+}
+
+// ExpiredRule counts an event of the retention rule rule, deleted early.
+func (b *Budget) ExpiredRule(rule string) {
 	b.expirations.WithLabelValues(rule).Inc()
 	b.total.Add(1)
 }

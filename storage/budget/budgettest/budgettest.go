@@ -92,7 +92,7 @@ func Run(t *testing.T, h Harness) {
 	clk := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	probe := h.Open(t, t.TempDir(), 1<<40, clk, ruleOf, prometheus.NewRegistry())
 	create(t, probe, 0, "Short")
-	one := probe.StoredBytes()
+	one := eventually(t, probe.StoredBytes) // etcd: once its watch delivers it
 	probe.Close()
 	if one <= 0 {
 		t.Fatalf("one event measures %d bytes", one)
@@ -136,6 +136,34 @@ func Run(t *testing.T, h Harness) {
 		create(t, s, i, "Later")
 		all = append(all, written{event(i, "Later").Name, ruleLater, clk.Now().Add(laterTTL)})
 	}
+	// Every create has reached the store's measure once the watch has
+	// delivered it (etcd measures what its watch delivers).
+	var deleted []string
+	next := func() (storage.Event, bool) {
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the watch ended")
+			}
+			if e.Type == watch.Deleted {
+				deleted = append(deleted, e.Object.Name)
+			}
+			return e, true
+		case <-time.After(10 * time.Second):
+			return storage.Event{}, false
+		}
+	}
+	last := all[len(all)-1].name
+	for {
+		e, ok := next()
+		if !ok {
+			t.Fatalf("watch: no ADDED for %s", last)
+		}
+		if e.Type == watch.Added && e.Object.Name == last {
+			break
+		}
+	}
+
 	// Once no round is under way and the bytes are within the budget,
 	// nothing more will be expired: no write follows.
 	deadline := time.Now().Add(10 * time.Second)
@@ -168,18 +196,8 @@ func Run(t *testing.T, h Harness) {
 	}
 
 	// Watchers get DELETED for each victim, closest to expiry first.
-	var deleted []string
-	timeout := time.After(10 * time.Second)
 	for len(deleted) < len(want) {
-		select {
-		case e, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatal("the watch ended")
-			}
-			if e.Type == watch.Deleted {
-				deleted = append(deleted, e.Object.Name)
-			}
-		case <-timeout:
+		if _, ok := next(); !ok {
 			t.Fatalf("watch: DELETED for %v, want %v", deleted, want)
 		}
 	}
@@ -202,3 +220,18 @@ func Run(t *testing.T, h Harness) {
 }
 
 func storageNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }
+
+// eventually returns f's first positive value, failing after 10 s.
+func eventually(t *testing.T, f func() int64) int64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if v := f(); v > 0 {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("not measured within 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
