@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/kubevents/kubevents/storage"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,9 +76,21 @@ func TestStoredBytesAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = open()
-	defer s.Close()
 	if got := s.StoredBytes(); got != before {
 		t.Fatalf("after a restart: StoredBytes %d, want %d", got, before)
 	}
 	check(s, "after a restart")
+	// A data directory from before the budget has no count: it is made
+	// from the objects at open.
+	if err := s.db.Delete(metaBytes, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open()
+	defer s.Close()
+	if got := s.StoredBytes(); got != before {
+		t.Fatalf("counted at open without %s: StoredBytes %d, want %d", metaBytes, got, before)
+	}
 }
