@@ -58,8 +58,8 @@ type usage struct {
 
 func newUsage() *usage { return &usage{keys: map[string]usageEntry{}} }
 
-// put records kv (relative key rel); ev is its decoded event, nil when it
-// cannot be decoded.
+// put records kv (relative key rel), whose event's TTL came from the
+// retention rule rule.
 func (u *usage) put(rel string, kv *mvccpb.KeyValue, rule string) {
 	e := usageEntry{size: int64(len(kv.Key) + len(kv.Value)), lease: kv.Lease, modRev: kv.ModRevision, rule: rule}
 	u.mu.Lock()

@@ -118,7 +118,8 @@ type Options struct {
 	// exceed MaxBytes, the events whose leases expire first are deleted
 	// early (watchers get DELETED), each on the condition that it is
 	// unchanged, until they are at budget.LowWaterPercent of it. It
-	// keeps about 100 bytes per event in memory beside the index.
+	// keeps a map entry per event in memory beside the index (its key,
+	// size, lease, mod revision and rule).
 	MaxBytes int64
 	// RuleOf names the retention rule that gave an event its TTL, for
 	// the count of early expirations by rule; "default" for all when nil.
