@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +31,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // options are eventsd's flags.
@@ -57,6 +60,7 @@ type options struct {
 	retentionConfig string
 	exportConfig    string
 	exportMaxLag    time.Duration
+	maxStorageBytes quantityBytes
 
 	storageBackend     string
 	etcdServers        []string
@@ -106,6 +110,7 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.retentionConfig, "retention-config", "", "File with a RetentionConfiguration (eventsd.kubevents.io/v1alpha1): ordered rules matching events' namespaces, types, reasons and reporting controllers (or source components), each with a TTL; the first rule an event matches gives the TTL of each of its writes, --event-ttl the rest. On etcd the lease follows the rule.")
 	f.StringVar(&o.exportConfig, "export-config", "", "File with an ExportConfiguration (eventsd.kubevents.io/v1alpha1): sinks (webhook, otlp, file) that get every matching event change, at least once, in revision order, each record with an idempotency key (uid/resourceVersion); each sink's cursor is kept in the store, so restarts resume where the sink left off. On etcd one replica exports at a time.")
 	f.DurationVar(&o.exportMaxLag, "export-max-lag", pebblestore.DefaultMaxHistoryHold, "How far back the store keeps changes for the slowest export sink to resume from; a sink further behind loses the changes before (counted in eventsd_export_lost_total and logged).")
+	f.Var(&o.maxStorageBytes, "max-storage-bytes", "Budget of the stored events, in bytes (an integer or a Kubernetes quantity such as 10Gi); 0: none. What counts: on pebble each event's key, value (its protobuf), TTL-queue and index entries, not the watch change log or pebble's compaction lag, so leave the disk headroom for those; on etcd the events' keys and values under the prefix. Past it the events closest to their expiry are expired early (watchers get DELETED; counted by retention rule in eventsd_storage_budget_expirations_total) until 90% of it is used, so writes never fail for it.")
 	f.DurationVar(&o.historyWindow, "watch-history", pebblestore.DefaultHistoryWindow, "How long changes are kept for watches and paginated lists to resume from.")
 	f.Int64Var(&o.watchRingBytes, "watch-ring-bytes", pebblestore.DefaultRingBytes, "Most bytes of recent changes kept decoded in memory for watchers (at most 4096 changes); watchers further behind read the on-disk change log.")
 	f.Int64Var(&o.minFreeDisk, "min-free-disk-bytes", pebblestore.DefaultMinFreeBytes, "Free space the data directory's filesystem keeps: below it writes get 507 and /readyz fails, until space is freed. Negative: no check.")
@@ -221,12 +226,23 @@ func run(ctx context.Context, o options) error {
 	if o.exportMaxLag <= 0 {
 		return fmt.Errorf("--export-max-lag must be positive, not %v", o.exportMaxLag)
 	}
+	// The storage budget counts its early expirations by the rule that
+	// gave each event its TTL, which the server's policy chose at its
+	// last write: the same policy names it again.
+	policy, err := retention.NewPolicy(retentionConfig, o.eventTTL)
+	if err != nil {
+		return fmt.Errorf("--retention-config: %w", err)
+	}
+	ruleOf := func(ev *corev1.Event) string {
+		_, rule := policy.TTL(ev)
+		return rule
+	}
 	auth, err := access.Build(ao)
 	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	store, err := openStore(o, log, reg)
+	store, err := openStore(o, log, reg, ruleOf)
 	if err != nil {
 		return err
 	}
@@ -329,11 +345,12 @@ func newExporter(c *exportconfig.Configuration, store storage.Interface, reg pro
 	return exp, nil
 }
 
-func openStore(o options, log *slog.Logger, reg prometheus.Registerer) (storage.Interface, error) {
+func openStore(o options, log *slog.Logger, reg prometheus.Registerer, ruleOf func(*corev1.Event) string) (storage.Interface, error) {
 	switch o.storageBackend {
 	case backendPebble:
 		return pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow,
-			RingBytes: o.watchRingBytes, MinFreeBytes: o.minFreeDisk, MaxHistoryHold: o.exportMaxLag, Logger: log})
+			RingBytes: o.watchRingBytes, MinFreeBytes: o.minFreeDisk, MaxHistoryHold: o.exportMaxLag, Logger: log,
+			MaxBytes: int64(o.maxStorageBytes), RuleOf: ruleOf, Registerer: reg})
 	case backendEtcd:
 		if len(o.etcdServers) == 0 {
 			return nil, errors.New("--storage-backend=etcd needs --etcd-servers")
@@ -355,6 +372,8 @@ func openStore(o options, log *slog.Logger, reg prometheus.Registerer) (storage.
 			MaxHistoryHold:     o.exportMaxLag,
 			Logger:             log,
 			Registerer:         reg,
+			MaxBytes:           int64(o.maxStorageBytes),
+			RuleOf:             ruleOf,
 		}
 		if o.etcdCompaction <= 0 {
 			opts.CompactionInterval = -1 // off, as kube-apiserver's 0
@@ -374,3 +393,28 @@ func openStore(o options, log *slog.Logger, reg prometheus.Registerer) (storage.
 	}
 	return nil, fmt.Errorf("--storage-backend: %q is neither %s nor %s", o.storageBackend, backendPebble, backendEtcd)
 }
+
+// quantityBytes is a flag of bytes given as an integer or a Kubernetes
+// quantity (10Gi, 500M), as resource.ParseQuantity reads them.
+type quantityBytes int64
+
+// String implements pflag.Value.
+func (q *quantityBytes) String() string { return strconv.FormatInt(int64(*q), 10) }
+
+// Set implements pflag.Value: a negative, fractional or out-of-range
+// number of bytes is an error.
+func (q *quantityBytes) Set(v string) error {
+	qty, err := resource.ParseQuantity(v)
+	if err != nil {
+		return fmt.Errorf("%q is neither a number of bytes nor a quantity such as 10Gi: %w", v, err)
+	}
+	n, ok := qty.AsInt64()
+	if !ok || n < 0 {
+		return fmt.Errorf("%q is not a whole, non-negative number of bytes", v)
+	}
+	*q = quantityBytes(n)
+	return nil
+}
+
+// Type implements pflag.Value.
+func (q *quantityBytes) Type() string { return "quantity" }

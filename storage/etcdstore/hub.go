@@ -152,7 +152,7 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 				rev = e.Kv.ModRevision
 			}
 			s.observe(rev)
-			s.feedIndex(s.idx.Load().m, resp.Events, cs, rev)
+			s.feedIndex(s.idx.Load(), resp.Events, cs, rev)
 			s.hub.publish(cs, rev, false)
 		}
 		wcancel()
@@ -160,7 +160,7 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 			return
 		}
 		// Rebuild the index at the current revision and follow on from it.
-		m, err := s.buildIndex(s.ctx, 0)
+		m, u, err := s.buildIndex(s.ctx, 0)
 		if err != nil {
 			select {
 			case <-s.ctx.Done():
@@ -170,7 +170,7 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 		}
 		rev = m.Revision()
 		s.observe(rev)
-		s.swapIndex(m)
+		s.swapIndex(m, u)
 		s.indexBuilds.Add(1)
 		s.hub.reset(rev)
 	}

@@ -31,16 +31,21 @@ type indexHolder struct {
 	m        *index.Memory
 	replaced context.Context
 	replace  context.CancelFunc
+	// usage is the events' bytes for the storage budget, built and fed
+	// with m; nil without a budget.
+	usage *usage
 }
 
-func newIndexHolder(m *index.Memory) *indexHolder {
+func newIndexHolder(m *index.Memory, u *usage) *indexHolder {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &indexHolder{m: m, replaced: ctx, replace: cancel}
+	return &indexHolder{m: m, replaced: ctx, replace: cancel, usage: u}
 }
 
 // buildIndex lists the whole prefix at rev (0: the current revision) and
 // returns an index of index.All() holding every decodable event in it, at
-// that revision. Undecodable values are skipped, as lists skip them.
+// that revision. Undecodable values are skipped, as lists skip them. With
+// a storage budget it also returns the events' bytes (every value, as
+// each takes room in etcd), nil otherwise.
 //
 // The build decodes every event once: its garbage is several times the
 // index, and the GC lets the heap grow to twice what is live before it
@@ -50,21 +55,31 @@ func newIndexHolder(m *index.Memory) *indexHolder {
 // it takes about 50 ms (BenchmarkMemoryBytesPerEvent's ms/FreeOSMemory),
 // once per build, and brings the replica's RSS from about 1.5 times its
 // live heap down to about its live heap.
-func (s *Store) buildIndex(ctx context.Context, rev int64) (*index.Memory, error) {
+func (s *Store) buildIndex(ctx context.Context, rev int64) (*index.Memory, *usage, error) {
 	defer debug.FreeOSMemory()
 	m := index.NewMemory(index.All())
+	var u *usage
+	if s.budget != nil {
+		u = newUsage()
+	}
 	start := s.root
 	for {
 		resp, err := s.kv.List(ctx, s.root, kubernetes.ListOptions{Revision: rev, Limit: indexBuildBatch, Continue: start})
 		if err != nil {
-			return nil, fmt.Errorf("etcdstore: build the index: %w", mapErr(err))
+			return nil, nil, fmt.Errorf("etcdstore: build the index: %w", mapErr(err))
 		}
 		if rev == 0 {
 			rev = resp.Revision
 		}
 		for _, kv := range resp.Kvs {
-			if ev, err := s.decodeKV(kv, kv.ModRevision); err == nil {
+			ev, err := s.decodeKV(kv, kv.ModRevision)
+			if err == nil {
 				m.Put(ev, rev)
+			} else {
+				ev = nil
+			}
+			if u != nil {
+				u.put(strings.TrimPrefix(string(kv.Key), s.root), kv, s.ruleOf(ev))
 			}
 		}
 		if len(resp.Kvs) == 0 || resp.Count <= int64(len(resp.Kvs)) {
@@ -73,20 +88,23 @@ func (s *Store) buildIndex(ctx context.Context, rev int64) (*index.Memory, error
 		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 	m.SetRevision(rev)
-	return m, nil
+	return m, u, nil
 }
 
-// swapIndex makes m the store's index.
-func (s *Store) swapIndex(m *index.Memory) {
-	if old := s.idx.Swap(newIndexHolder(m)); old != nil {
+// swapIndex makes m (and u, the budget's bytes) the store's index.
+func (s *Store) swapIndex(m *index.Memory, u *usage) {
+	if old := s.idx.Swap(newIndexHolder(m, u)); old != nil {
 		old.replace()
 	}
 }
 
-// feedIndex applies one batch of the shared watch's events to the index.
-func (s *Store) feedIndex(m *index.Memory, events []*clientv3.Event, cs []change, rev int64) {
+// feedIndex applies one batch of the shared watch's events to the index
+// (and the budget's bytes).
+func (s *Store) feedIndex(h *indexHolder, events []*clientv3.Event, cs []change, rev int64) {
+	m, u := h.m, h.usage
 	for i, e := range events {
-		ns, name, ok := strings.Cut(strings.TrimPrefix(string(e.Kv.Key), s.root), "/")
+		rel := strings.TrimPrefix(string(e.Kv.Key), s.root)
+		ns, name, ok := strings.Cut(rel, "/")
 		if !ok {
 			continue
 		}
@@ -96,8 +114,16 @@ func (s *Store) feedIndex(m *index.Memory, events []*clientv3.Event, cs []change
 			// A delete, or a value that cannot be decoded: lists skip it.
 			m.Delete(ns, name, cs[i].rev)
 		}
+		if u != nil {
+			if e.Type == clientv3.EventTypeDelete {
+				u.remove(rel, 0)
+			} else {
+				u.put(rel, e.Kv, s.ruleOf(cs[i].cur))
+			}
+		}
 	}
 	m.SetRevision(rev)
+	s.budgetCheck(u)
 }
 
 // forgetIndex drops the index's history up to the compacted revision rev.

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 )
 
@@ -127,6 +128,20 @@ type Options struct {
 	// (DefaultRingSize).
 	RingSize int
 
+	// MaxBytes is the storage budget; 0 (the default) is none. It bounds
+	// the keys and values of the events under the prefix, as the
+	// replica's shared watch last delivered them (not etcd's database
+	// size, which keeps deleted revisions until compaction). When they
+	// exceed MaxBytes, the events whose leases expire first are deleted
+	// early (watchers get DELETED), each on the condition that it is
+	// unchanged, until they are at budget.LowWaterPercent of it. It
+	// keeps a map entry per event in memory beside the index (its key,
+	// size, lease, mod revision and rule).
+	MaxBytes int64
+	// RuleOf names the retention rule that gave an event its TTL, for
+	// the count of early expirations by rule; "default" for all when nil.
+	RuleOf func(ev *corev1.Event) string
+
 	// Clock drives compaction, watch progress bookmarks and lease reuse
 	// decisions. Lease expiry itself runs on etcd's wall clock.
 	Clock clock.WithTicker
@@ -135,7 +150,8 @@ type Options struct {
 	// Registerer, when set, receives the store's metrics:
 	// kubevents_etcd_undecodable_values_total{reason} (encrypted or
 	// invalid values met and skipped or refused) and
-	// kubevents_etcd_lease_grants_total.
+	// kubevents_etcd_lease_grants_total, and with MaxBytes the storage
+	// budget's (storage/budget).
 	Registerer prometheus.Registerer
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubevents/kubevents/internal/ratelog"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/budget"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -73,6 +74,12 @@ type Store struct {
 	undecodableMetric *prometheus.CounterVec
 	grantsMetric      prometheus.Counter
 	listKeysMetric    *prometheus.CounterVec
+
+	// The storage budget (Options.MaxBytes; budget.go): nil without one.
+	budget        *budget.Budget
+	budgetWake    chan struct{}
+	leaseExpiryMu sync.Mutex
+	leaseExpiry   map[int64]time.Time // by lease ID, on the store's clock
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -108,6 +115,14 @@ func Open(opts Options) (*Store, error) {
 			}
 		}
 	}
+	var err error
+	s.budget, err = budget.New(budget.Options{MaxBytes: opts.MaxBytes, RuleOf: opts.RuleOf,
+		Registerer: opts.Registerer, Logger: opts.Logger, Clock: opts.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("etcdstore: %w", err)
+	}
+	s.budgetWake = make(chan struct{}, 1)
+	s.leaseExpiry = map[int64]time.Time{}
 	if opts.Client != nil {
 		s.cli = opts.Client
 	} else {
@@ -172,12 +187,12 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 
-	m, err := s.buildIndex(s.ctx, resp.Header.Revision)
+	m, u, err := s.buildIndex(s.ctx, resp.Header.Revision)
 	if err != nil {
 		s.closeClient()
 		return nil, err
 	}
-	s.swapIndex(m)
+	s.swapIndex(m, u)
 	s.hub = newHub(resp.Header.Revision, opts.RingSize)
 	s.hubCtx = clientv3.WithRequireLeader(s.ctx)
 	created := make(chan struct{})
@@ -190,6 +205,10 @@ func Open(opts Options) (*Store, error) {
 	}
 	s.wg.Add(1)
 	go s.holdLoop()
+	if s.budget != nil {
+		s.wg.Add(1)
+		go s.budgetLoop()
+	}
 	if opts.CompactionInterval > 0 {
 		ticker := opts.Clock.NewTicker(opts.CompactionInterval)
 		s.wg.Add(1)

@@ -266,13 +266,14 @@ func (s *Store) commitGroup(ops []*op) {
 		now:    s.clock.Now(),
 	}
 	defer g.batch.Close()
-	startRev, startCount := s.rev, s.count
+	startRev, startCount, startBytes := s.rev, s.count, s.liveBytes
 	for _, o := range ops {
 		o.err = s.stage(g, o)
 	}
 	if !g.batch.Empty() {
 		_ = g.batch.Set(metaRevision, revBytes(s.rev), nil)
 		_ = g.batch.Set(metaCount, revBytes(s.count), nil)
+		_ = g.batch.Set(metaBytes, revBytes(s.liveBytes), nil)
 		wo := pebble.Sync
 		if s.opts.NoSync {
 			wo = pebble.NoSync
@@ -288,7 +289,7 @@ func (s *Store) commitGroup(ops []*op) {
 				err = fmt.Errorf("pebblestore: commit: %w", err)
 			}
 			s.health.logError("commit failed; the group's writes are rejected", "err", err, "writes", len(ops))
-			s.rev, s.count = startRev, startCount
+			s.rev, s.count, s.liveBytes = startRev, startCount, startBytes
 			s.presence = s.rebuildPresence()
 			for _, o := range ops {
 				if o.err == nil {
@@ -306,6 +307,7 @@ func (s *Store) commitGroup(ops []*op) {
 		s.committed.Add(int64(len(g.entries)))
 		s.durableRev.Store(s.rev)
 		s.events.Store(s.count)
+		s.storedBytes.Store(s.liveBytes)
 		s.expired.Add(g.expired)
 		s.publishView(s.rev)
 		s.hub.append(g.entries)
@@ -313,6 +315,7 @@ func (s *Store) commitGroup(ops []*op) {
 	for _, o := range ops {
 		close(o.done)
 	}
+	s.budgetCheck()
 }
 
 // estimateBytes bounds what committing ops adds to pebble's log: each
@@ -422,12 +425,14 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 			return err
 		}
 		oldIdx = indexKeys(prev, sfx)
+		s.liveBytes -= storedBytes(key, len(cur.proto), oldIdx)
 	}
 	rev := s.rev + 1
 	expiry := g.now.Add(o.ttl).UnixNano()
 	_ = b.Set(key, encodeObject(rev, expiry, o.proto), nil)
 	_ = b.Set(expiryKey(expiry, sfx), revBytes(rev), nil)
 	newIdx := indexKeys(o.ev, sfx)
+	s.liveBytes += storedBytes(key, len(o.proto), newIdx)
 	typ := watch.Added
 	if cur.exists {
 		typ = watch.Modified
@@ -485,9 +490,11 @@ func (s *Store) remove(g *group, o *op, key []byte, cur *objState) error {
 	rev := s.rev + 1
 	_ = b.Delete(key, nil)
 	_ = b.Delete(expiryKey(cur.expiry, sfx), nil)
-	for _, k := range indexKeys(last, sfx) {
+	lastIdx := indexKeys(last, sfx)
+	for _, k := range lastIdx {
 		_ = b.Delete(k, nil)
 	}
+	s.liveBytes -= storedBytes(key, len(cur.proto), lastIdx)
 	_ = b.Set(logKey(rev), encodeLog(logDeleted, cur.proto, nil), nil)
 	s.rev = rev
 	s.count--

@@ -21,6 +21,7 @@ var (
 	metaRevision = []byte("mrev")
 	metaCount    = []byte("mcount")
 	metaOldest   = []byte("moldest")
+	metaBytes    = []byte("mbytes") // the stored events' bytes, as the budget counts them
 )
 
 // objectKey is etcd's key order: namespace, '/', name. Neither may contain

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 )
 
@@ -101,6 +103,22 @@ type Options struct {
 	// keep beyond a commit for the commit to be attempted; see
 	// DefaultMinFreeBytes. Negative: no check.
 	MinFreeBytes int64
+	// MaxBytes is the storage budget; 0 (the default) is none. It bounds
+	// the stored events' bytes: each event's object key and value (its
+	// protobuf plus a 16-byte header), its TTL-queue entry and its index
+	// entries, counted exactly as they are written and deleted (the
+	// change log and pebble's compaction lag are not counted; see
+	// budget.go). When a commit takes them over MaxBytes, the events
+	// closest to their expiry are deleted early (watchers get DELETED)
+	// until they are at budget.LowWaterPercent of it, so writes keep
+	// succeeding.
+	MaxBytes int64
+	// RuleOf names the retention rule that gave an event its TTL, for
+	// the count of early expirations by rule; "default" for all when nil.
+	RuleOf func(ev *corev1.Event) string
+	// Registerer, when set, receives the storage budget's metrics
+	// (storage/budget) when MaxBytes is set.
+	Registerer prometheus.Registerer
 	// NoSync skips fsync on commit. Only for tests and benchmarks that
 	// measure something else; acknowledged writes may be lost on a crash.
 	NoSync bool

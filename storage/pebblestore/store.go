@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/budget"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 )
@@ -45,6 +46,11 @@ type Store struct {
 	rev      int64 // last assigned revision
 	count    int64 // stored events
 	presence *presence
+	// liveBytes is the stored events' bytes (storedBytes); budget and
+	// budgetWake enforce Options.MaxBytes (nil without one).
+	liveBytes  int64
+	budget     *budget.Budget
+	budgetWake chan struct{}
 
 	// Published state.
 	durableRev atomic.Int64
@@ -53,6 +59,9 @@ type Store struct {
 	expired    atomic.Int64
 	commits    atomic.Int64
 	committed  atomic.Int64
+
+	// storedBytes is liveBytes as of the last commit.
+	storedBytes atomic.Int64
 
 	viewMu   sync.Mutex
 	viewCond *sync.Cond      // on viewMu: swapping ended, or a view was closed
@@ -116,6 +125,14 @@ func Open(opts Options) (*Store, error) {
 		closing:  make(chan struct{}),
 		retained: map[int64]*view{},
 	}
+	s.budget, err = budget.New(budget.Options{MaxBytes: opts.MaxBytes, RuleOf: opts.RuleOf,
+		Registerer: opts.Registerer, Logger: opts.Logger, Clock: opts.Clock})
+	if err != nil {
+		cache.Unref()
+		lock.Close()
+		return nil, fmt.Errorf("pebblestore: %w", err)
+	}
+	s.budgetWake = make(chan struct{}, 1)
 	s.viewCond = sync.NewCond(&s.viewMu)
 	if s.db, err = s.openDB(); err == nil {
 		var held int64
@@ -137,6 +154,10 @@ func Open(opts Options) (*Store, error) {
 	s.wg.Add(2)
 	go s.commitLoop()
 	go s.maintenanceLoop()
+	if s.budget != nil {
+		s.wg.Add(1)
+		go s.budgetLoop()
+	}
 	return s, nil
 }
 
@@ -189,11 +210,15 @@ func (s *Store) loadState() error {
 	if err == nil {
 		s.presence, err = loadPresence(s.db, s.count)
 	}
+	if err == nil {
+		s.liveBytes, err = s.loadStoredBytes()
+	}
 	if err != nil {
 		return err
 	}
 	s.durableRev.Store(s.rev)
 	s.events.Store(s.count)
+	s.storedBytes.Store(s.liveBytes)
 	return nil
 }
 
