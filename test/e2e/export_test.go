@@ -298,3 +298,77 @@ func otlpExported(r *otlptest.Receiver) []exported {
 	flush()
 	return out
 }
+
+// TestExportOnEtcdReplicas: two eventsd replicas over one etcd with the
+// same export configuration export once, not twice: one leads the export
+// (eventsd_export_leader), and when it is killed the other takes over
+// from the shared cursor, so every acknowledged change arrives, in order,
+// with no duplicates but a resent batch.
+func TestExportOnEtcdReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: waits out an etcd session TTL")
+	}
+	wh := webhooktest.New(t, webhooktest.Options{})
+	config := filepath.Join(t.TempDir(), "export.yaml")
+	if err := os.WriteFile(config, fmt.Appendf(nil, `apiVersion: eventsd.kubevents.io/v1alpha1
+kind: ExportConfiguration
+sinks:
+- name: hook
+  batch: {maxRecords: 50, maxWait: 100ms}
+  webhook: {url: %q}
+`, wh.URL()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := etcdStartReplicas(t, 2, "--export-config", config)
+	leaderOf := func() int {
+		leader := -1
+		for i, p := range r.procs {
+			if scrape(t, p.URL+"/metrics")["eventsd_export_leader"] == 1 {
+				if leader >= 0 {
+					t.Fatalf("replicas %d and %d both export", leader, i)
+				}
+				leader = i
+			}
+		}
+		return leader
+	}
+	eventuallyE2E(t, func() bool { return leaderOf() >= 0 }, "a replica leading the export")
+	leader := leaderOf()
+	ctx := t.Context()
+	acked := map[string]exportChange{}
+	create := func(p *eventsdtest.Process, name string) {
+		t.Helper()
+		ev, err := p.Clientset().CoreV1().Events("default").Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: name},
+			InvolvedObject: etcdPod("default", "web"), Reason: "Pulled", Message: "m", Type: corev1.EventTypeNormal, Count: 1,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		acked[string(ev.UID)+"/"+ev.ResourceVersion] = exportChange{typ: watch.Added, count: 1}
+	}
+	for i := range 100 {
+		create(r.procs[i%2], fmt.Sprintf("before-%03d", i))
+	}
+	r.procs[leader].Kill()
+	survivor := r.procs[1-leader]
+	for i := range 100 {
+		create(survivor, fmt.Sprintf("after-%03d", i))
+	}
+	eventuallyE2E(t, func() bool { return scrape(t, survivor.URL+"/metrics")["eventsd_export_leader"] == 1 }, "the survivor taking the export over")
+	deadline := time.Now().Add(30 * time.Second)
+	var got []exported
+	for {
+		got = webhookExported(wh)
+		if missing := missingKeys(acked, got); len(missing) == 0 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("%d of %d acknowledged changes never arrived, e.g. %v", len(missing), len(acked), missing[:min(5, len(missing))])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	checkExported(t, "webhook", acked, got, 50)
+	if len(got) > len(acked)+50 {
+		t.Errorf("%d records for %d changes: exported more than once", len(got), len(acked))
+	}
+}
