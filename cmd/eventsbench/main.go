@@ -46,6 +46,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand())
+	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand(), newExportCommand())
 	return root
 }
