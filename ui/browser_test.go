@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -328,7 +330,7 @@ func TestTimelineInBrowser(t *testing.T) {
 			srv := startEventsd(t, c.extensions, c.auth)
 			clk, rec := record(t, srv.cs)
 
-			if err := chromedp.Do(ctx, chromedp.Navigate(srv.url+"/ui/?object=default/pod/web-1")); err != nil {
+			if err := chromedp.Do(ctx, chromedp.Navigate(srv.url+"/ui/")); err != nil {
 				t.Fatal(err)
 			}
 			if c.auth {
@@ -340,6 +342,31 @@ func TestTimelineInBrowser(t *testing.T) {
 				); err != nil {
 					t.Fatal(err)
 				}
+			}
+			// The overview: web-1 has 3 + 2 Warning occurrences in the
+			// last hour, node-1 one.
+			waitPage(t, ctx, "the overview", `document.querySelector('#overview').dataset.status === 'ready'`)
+			top, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#top-objects tbody tr')].map(r => [...r.cells].slice(0, 3).map(c => c.textContent).join(' '))`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{"default Pod/web-1 5", " Node/node-1 1"}; !slices.Equal(top, want) {
+				t.Errorf("overview's top objects %q, want %q", top, want)
+			}
+			namespaces, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#namespaces tbody tr')].map(r => [...r.cells].map(c => c.textContent).join(' '))`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{"default 5 6"}; !slices.Equal(namespaces, want) {
+				t.Errorf("overview's namespaces %q, want %q", namespaces, want)
+			}
+			// The search box takes namespace/kind/name, the kind as
+			// kubectl takes it.
+			if err := chromedp.Do(ctx,
+				chromedp.SendKeys(chromedp.CSS("#search"), "default/pod/web-1"),
+				chromedp.Click(chromedp.CSS(`#search-form button[type="submit"]`)),
+			); err != nil {
+				t.Fatal(err)
 			}
 			waitPage(t, ctx, "the timeline", `document.querySelector('#timeline').dataset.status === 'ready' && document.querySelectorAll('#lanes .lane[data-lane]').length === 5`)
 
@@ -417,6 +444,21 @@ func TestTimelineInBrowser(t *testing.T) {
 				t.Errorf("%d events drawn after the reconnect, want 6 (each once):\n%s", shown, summary(lanes(t, ctx)))
 			}
 
+			// Keyboard: from the first mark down to BackOff's bar, Enter
+			// selects it.
+			if err := chromedp.Do(ctx, chromedp.Focus(chromedp.CSS(`#lanes .item[data-reason="Scheduled"]`)), chromedp.KeyEvent(kb.ArrowDown)); err != nil {
+				t.Fatal(err)
+			}
+			waitPage(t, ctx, "the focus on BackOff", `document.activeElement.dataset.reason === 'BackOff'`)
+			if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Enter)); err != nil {
+				t.Fatal(err)
+			}
+			waitPage(t, ctx, "BackOff selected by keyboard", `document.querySelector('#lanes .item.selected[data-reason="BackOff"]') !== null && location.search.includes('event=')`)
+			if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Escape)); err != nil {
+				t.Fatal(err)
+			}
+			waitPage(t, ctx, "the selection cleared", `!location.search.includes('event=')`)
+
 			// Clicking a bar shows the full event, and keeps it in the URL.
 			if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#lanes .item.bar[data-reason="BackOff"]`))); err != nil {
 				t.Fatal(err)
@@ -478,7 +520,7 @@ func TestTimelineThousandsOfEvents(t *testing.T) {
 					Action:              "Pull",
 					Note:                fmt.Sprintf("occurrence %d", i),
 					ReportingController: "load", ReportingInstance: "load-1",
-					Regarding:           corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "busy", UID: "uid-busy"},
+					Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "busy", UID: "uid-busy"},
 				}
 				if _, err := srv.cs.EventsV1().Events("default").Create(context.Background(), ev, metav1.CreateOptions{}); err != nil {
 					errs <- err

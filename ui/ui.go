@@ -48,8 +48,7 @@ func Handler() http.Handler {
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
-		// The files change with the binary: revalidate each time
-		// (FileServer answers If-Modified-Since).
+		// The files change with the binary: never kept from an older one.
 		h.Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)
 	})

@@ -356,7 +356,7 @@ function renderTimeline() {
     tx.textContent = tk.label;
     axis.append(tx);
   }
-  const header = el("div", { class: "lane axis-row" }, el("div", { class: "lane-label" }, `UTC, ${iso(win.from)} – ${iso(win.to)}`), axis);
+  const header = el("div", { class: "lane axis-row" }, el("div", { class: "lane-label", title: `${iso(win.from)} – ${iso(win.to)}` }, "time (UTC)"), axis);
 
   const laneEls = [header];
   lay.lanes.slice(0, laneLimit).forEach((lane, li) => laneEls.push(renderLane(lane, li, width)));
