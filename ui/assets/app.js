@@ -21,6 +21,9 @@ const OVERVIEW_MAX_ITEMS = 20000;
 const RETRY_MAX = 30000;
 // TICK re-draws the timeline so that its window follows the clock.
 const TICK = 10000;
+// QUICK_END: a watch the server ends this soon without a change is
+// retried with the error backoff, not at once.
+const QUICK_END = 1000;
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -197,6 +200,7 @@ class TimelineSession {
       try {
         const l = await api.list(this.namespace, selector, { signal: this.abort.signal });
         this.store.reset(l.items.filter((ev) => involvement(ev, t)), l.rv);
+        this.listed = true;
         return;
       } catch (err) {
         if (this.mode === "extensions" && err instanceof ApiError && isUnsupportedField(err.code, err.status)) {
@@ -220,10 +224,13 @@ class TimelineSession {
     const signal = this.abort.signal;
     while (!signal.aborted) {
       const selector = this.mode === "extensions" ? involvesSelector(this.target) : "";
+      const started = Date.now();
+      let changes = 0;
       try {
         this.setLive("watching");
         await api.watch(this.namespace, selector, this.store.rv, (e) => {
           wait = 1000;
+          changes++;
           const obj = e.object;
           if (this.mode !== "extensions" && e.type !== "BOOKMARK" && !involvement(obj, this.target) && !this.store.byUID.has(obj.metadata.uid)) {
             this.store.advance(obj.metadata.resourceVersion);
@@ -231,7 +238,9 @@ class TimelineSession {
           }
           if (this.store.apply(e.type, obj)) this.onChange();
         }, signal);
-        // The server ended the watch (its timeout): resume at once.
+        // The server ended the watch (its timeout): resume at once,
+        // unless it ends them as soon as they start (shutting down).
+        if (changes === 0 && Date.now() - started < QUICK_END) throw new Error("the server ended the watch at once");
       } catch (err) {
         if (signal.aborted) return;
         if (err instanceof ApiError && err.code === 410) {
@@ -305,7 +314,7 @@ async function showTimeline() {
   try {
     const started = s.run();
     // Wait for the list before reporting readiness.
-    while (s === session && s.store.rv === "" && !s.abort.signal.aborted) {
+    while (s === session && !s.listed && !s.abort.signal.aborted) {
       await Promise.race([started, new Promise((r) => setTimeout(r, 20))]);
     }
     if (s !== session) return;
@@ -505,6 +514,11 @@ function setupTimelineEvents() {
   lanes.addEventListener("focusin", (e) => {
     const x = itemOf(e.target);
     if (x) showDetails(x.it);
+  });
+  lanes.addEventListener("mouseleave", () => {
+    // Back to the selected event, if any.
+    const g = document.querySelector("#lanes .item.selected");
+    if (g) showDetails(itemsByID.get(g.dataset.id));
   });
   lanes.addEventListener("click", (e) => {
     const x = itemOf(e.target);
