@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,6 +125,29 @@ type eventsd struct {
 	url string
 	hs  *httptest.Server
 	cs  kubernetes.Interface
+	// expireWatch, when set, answers the next watch with the ERROR event
+	// a server sends for a resourceVersion it no longer has (410).
+	expireWatch atomic.Bool
+	// lists counts event lists (not watches).
+	lists atomic.Int32
+}
+
+// expired is kube-apiserver's watch event for a resourceVersion too old.
+const expired = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (2)","reason":"Expired","code":410}}` + "\n"
+
+func (e *eventsd) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			if r.URL.Query().Get("watch") == "" {
+				e.lists.Add(1)
+			} else if e.expireWatch.CompareAndSwap(true, false) {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, expired)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 const testToken = "ui-test-token"
@@ -148,7 +173,8 @@ func startEventsd(t *testing.T, extensions, auth bool) *eventsd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
+	e := &eventsd{}
+	hs := httptest.NewServer(e.wrap(srv))
 	t.Cleanup(func() {
 		srv.BeginShutdown()
 		hs.CloseClientConnections()
@@ -160,7 +186,8 @@ func startEventsd(t *testing.T, extensions, auth bool) *eventsd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &eventsd{url: hs.URL, hs: hs, cs: cs}
+	e.url, e.hs, e.cs = hs.URL, hs, cs
+	return e
 }
 
 var (
@@ -442,6 +469,42 @@ func TestTimelineInBrowser(t *testing.T) {
 			}
 			if shown != 6 {
 				t.Errorf("%d events drawn after the reconnect, want 6 (each once):\n%s", shown, summary(lanes(t, ctx)))
+			}
+
+			// The server no longer has the page's resourceVersion (410):
+			// the page lists again and goes on from there.
+			lists := srv.lists.Load()
+			srv.expireWatch.Store(true)
+			srv.hs.CloseClientConnections()
+			patchCount(t, srv.cs, "Unhealthy", 11)
+			waitPage(t, ctx, "Unhealthy's count 11 after a 410", `document.querySelector('#lanes .item.bar[data-reason="Unhealthy"]').dataset.count === '11'`)
+			if srv.expireWatch.Load() || srv.lists.Load() == lists {
+				t.Errorf("after the 410: watch answered %v, lists %d then %d: want a list again", !srv.expireWatch.Load(), lists, srv.lists.Load())
+			}
+			if shown, err := chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll('#lanes .item')].reduce((n, i) => n + +i.dataset.events, 0)`)); err != nil || shown != 6 {
+				t.Errorf("%d events drawn after the relist (%v), want 6", shown, err)
+			}
+
+			// Zoom and the warnings-only toggle, kept in the URL. The
+			// project's events are some 20 minutes old, client-go's new.
+			laneCount := `document.querySelectorAll('#lanes .lane[data-lane]').length`
+			for _, z := range []struct {
+				button, query, cond string
+			}{
+				{`#zoom button[data-zoom="all"]`, "zoom=all", laneCount + ` === 6`},
+				{`#zoom button[data-zoom="15m"]`, "zoom=15m", laneCount + ` === 2`},
+				{`#zoom button[data-zoom="1h"]`, "", laneCount + ` === 6`},
+				{`#warnings`, "warnings=1", `[...document.querySelectorAll('#lanes .lane[data-lane] .reason')].map(r => r.textContent).join() === 'BackOff,Unhealthy,NodeNotReady'`},
+				{`#warnings`, "", laneCount + ` === 6`},
+			} {
+				if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(z.button))); err != nil {
+					t.Fatal(err)
+				}
+				inURL := `!location.search.includes('zoom=') && !location.search.includes('warnings=')`
+				if z.query != "" {
+					inURL = `location.search.includes('` + z.query + `')`
+				}
+				waitPage(t, ctx, "after clicking "+z.button, inURL+` && `+z.cond)
 			}
 
 			// Keyboard: from the first mark down to BackOff's bar, Enter
