@@ -112,18 +112,19 @@ function objectLink(ref, cls) {
   return a;
 }
 
-// discover reads aggregated discovery once, to resolve kinds the way
-// kubectl does (pod, po, pods: Pod); without it kinds are taken as typed.
+// discover reads aggregated discovery (once it has worked), to resolve
+// kinds the way kubectl does (pod, po, pods: Pod); without it kinds are
+// taken as typed.
 async function discover() {
   if (resources) return resources;
   const accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
   try {
     const [core, groups] = await Promise.all([api.json("/api", { accept }), api.json("/apis", { accept })]);
     resources = parseDiscovery(core, groups);
+    return resources;
   } catch (err) {
-    resources = [];
+    return [];
   }
-  return resources;
 }
 
 async function resolve(text) {
@@ -261,6 +262,7 @@ class TimelineSession {
   }
 
   setLive(s) {
+    if (this.abort.signal.aborted) return;
     this.live = s;
     const v = $("#timeline");
     v.dataset.live = s.split(" ")[0];
@@ -280,7 +282,9 @@ setInterval(() => { if (session) scheduleRender(); }, TICK);
 window.addEventListener("resize", scheduleRender);
 
 let laneLimit = LANE_LIMIT;
-let selected = null; // {laneKey, index} of the pinned item
+// timelineGen tells the latest showTimeline from earlier ones still
+// waiting for discovery.
+let timelineGen = 0;
 
 async function showTimeline() {
   $("#overview").hidden = true;
@@ -290,17 +294,19 @@ async function showTimeline() {
   if (session) session.stop();
   session = null;
   laneLimit = LANE_LIMIT;
-  selected = null;
+  const gen = ++timelineGen;
   $("#lanes").replaceChildren();
   $("#details").replaceChildren(el("p", { class: "hint" }, "Hover over, focus or click an event to see it in full."));
   let target;
   try {
     target = await resolve(state.object);
   } catch (err) {
+    if (gen !== timelineGen) return;
     view.dataset.status = "error";
     setStatus(errorText(err), true);
     return;
   }
+  if (gen !== timelineGen) return;
   const resolved = formatTarget(target);
   if (resolved !== state.object) {
     state = { ...state, object: resolved };
