@@ -30,11 +30,13 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	clientevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubevents/kubevents/events"
+	"github.com/kubevents/kubevents/record"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage/pebblestore"
 	"github.com/kubevents/kubevents/ui"
@@ -233,11 +235,11 @@ func seriesState(items []eventsv1.Event, reason string) string {
 	return ""
 }
 
-// record writes web-1's history with this project's events recorder (on a
-// fake clock, 40 minutes ago and on) and client-go's tools/events
-// recorder (now), and returns the project's recorder, still running, for
-// later occurrences.
-func record(t *testing.T, cs kubernetes.Interface) (*clocktesting.FakeClock, events.EventRecorderLogger) {
+// recordHistory writes web-1's history with this project's events and
+// record recorders (on a fake clock, 40 minutes ago and on) and
+// client-go's tools/events recorder (now), and returns the project's
+// events recorder, still running, for later occurrences.
+func recordHistory(t *testing.T, cs kubernetes.Interface) (*clocktesting.FakeClock, events.EventRecorderLogger) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(time.Now().Add(-40 * time.Minute))
 	b := events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: cs.EventsV1()}, events.WithClock(clk))
@@ -265,6 +267,21 @@ func record(t *testing.T, cs kubernetes.Interface) (*clocktesting.FakeClock, eve
 	}
 	waitFor(t, cs, "Unhealthy x2 ongoing", func(items []eventsv1.Event) bool {
 		return seriesCount(items, "Unhealthy") == 2 && seriesState(items, "Unhealthy") == "ongoing"
+	})
+
+	// This project's core/v1 recorder: a legacy event counted twice
+	// (deprecatedCount, first and last timestamps; no series).
+	rb := record.NewBroadcaster(record.WithClock(clk))
+	rb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	t.Cleanup(rb.Shutdown)
+	rrec := rb.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: "node-1"})
+	rrec.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q", "config")
+	waitFor(t, cs, "FailedMount", func(items []eventsv1.Event) bool { return find(items, "FailedMount") != nil })
+	clk.Step(time.Minute)
+	rrec.Eventf(pod, corev1.EventTypeWarning, "FailedMount", "MountVolume.SetUp failed for volume %q", "config")
+	waitFor(t, cs, "FailedMount x2", func(items []eventsv1.Event) bool {
+		ev := find(items, "FailedMount")
+		return ev != nil && ev.DeprecatedCount == 2
 	})
 
 	// client-go's recorder: a series of two (client-go writes the second
@@ -339,7 +356,7 @@ func waitPage(t *testing.T, ctx context.Context, what, cond string) {
 }
 
 // TestTimelineInBrowser loads web-1's timeline from an eventsd with the
-// events of both recorders, with extensions (and a token the page asks
+// events of this project's recorders and client-go's, with extensions (and a token the page asks
 // for) and without them (the page joins on the client), and checks the
 // marks and bars, their order, the related link, and live updates
 // (through a reconnect).
@@ -355,7 +372,7 @@ func TestTimelineInBrowser(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := browser(t)
 			srv := startEventsd(t, c.extensions, c.auth)
-			clk, rec := record(t, srv.cs)
+			clk, rec := recordHistory(t, srv.cs)
 
 			if err := chromedp.Do(ctx, chromedp.Navigate(srv.url+"/ui/")); err != nil {
 				t.Fatal(err)
@@ -370,21 +387,21 @@ func TestTimelineInBrowser(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// The overview: web-1 has 3 + 2 Warning occurrences in the
-			// last hour, node-1 one.
+			// The overview: web-1 has 3 + 2 + 2 Warning occurrences in
+			// the last hour, node-1 one.
 			waitPage(t, ctx, "the overview", `document.querySelector('#overview').dataset.status === 'ready'`)
 			top, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#top-objects tbody tr')].map(r => [...r.cells].slice(0, 3).map(c => c.textContent).join(' '))`))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := []string{"default Pod/web-1 5", " Node/node-1 1"}; !slices.Equal(top, want) {
+			if want := []string{"default Pod/web-1 7", " Node/node-1 1"}; !slices.Equal(top, want) {
 				t.Errorf("overview's top objects %q, want %q", top, want)
 			}
 			namespaces, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#namespaces tbody tr')].map(r => [...r.cells].map(c => c.textContent).join(' '))`))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := []string{"default 5 6"}; !slices.Equal(namespaces, want) {
+			if want := []string{"default 6 8"}; !slices.Equal(namespaces, want) {
 				t.Errorf("overview's namespaces %q, want %q", namespaces, want)
 			}
 			// The search box takes namespace/kind/name, the kind as
@@ -395,7 +412,7 @@ func TestTimelineInBrowser(t *testing.T) {
 			); err != nil {
 				t.Fatal(err)
 			}
-			waitPage(t, ctx, "the timeline", `document.querySelector('#timeline').dataset.status === 'ready' && document.querySelectorAll('#lanes .lane[data-lane]').length === 5`)
+			waitPage(t, ctx, "the timeline", `document.querySelector('#timeline').dataset.status === 'ready' && document.querySelectorAll('#lanes .lane[data-lane]').length === 6`)
 
 			url, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.search`))
 			if err != nil {
@@ -417,6 +434,7 @@ func TestTimelineInBrowser(t *testing.T) {
 				"regarding Normal Scheduled [Node/node-1]: mark/Normal/x1/\n" +
 				"regarding Warning BackOff []: bar/Warning/x3/finished\n" +
 				"regarding Warning Unhealthy []: bar/Warning/x2/ongoing\n" +
+				"regarding Warning FailedMount []: bar/Warning/x2/unknown\n" +
 				"regarding Normal Pulling []: bar/Normal/x2/unknown\n" +
 				"related Warning NodeNotReady [Node/node-1]: mark/Warning/x1/\n"
 			if s := summary(got); s != want {
@@ -449,7 +467,7 @@ func TestTimelineInBrowser(t *testing.T) {
 			if err := chromedp.Do(ctx, chromedp.NavigateBack()); err != nil {
 				t.Fatal(err)
 			}
-			waitPage(t, ctx, "web-1's timeline again", `location.search === '?object=default%2FPod%2Fweb-1' && document.querySelector('#timeline').dataset.live === 'watching' && document.querySelectorAll('#lanes .lane[data-lane]').length === 5`)
+			waitPage(t, ctx, "web-1's timeline again", `location.search === '?object=default%2FPod%2Fweb-1' && document.querySelector('#timeline').dataset.live === 'watching' && document.querySelectorAll('#lanes .lane[data-lane]').length === 6`)
 
 			// Live: a new event, and a series' count changing.
 			rec.Eventf(pod, nil, corev1.EventTypeNormal, "Killing", "Kill", "Stopping container web")
@@ -467,8 +485,8 @@ func TestTimelineInBrowser(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if shown != 6 {
-				t.Errorf("%d events drawn after the reconnect, want 6 (each once):\n%s", shown, summary(lanes(t, ctx)))
+			if shown != 7 {
+				t.Errorf("%d events drawn after the reconnect, want 7 (each once):\n%s", shown, summary(lanes(t, ctx)))
 			}
 
 			// The server no longer has the page's resourceVersion (410):
@@ -481,8 +499,8 @@ func TestTimelineInBrowser(t *testing.T) {
 			if srv.expireWatch.Load() || srv.lists.Load() == lists {
 				t.Errorf("after the 410: watch answered %v, lists %d then %d: want a list again", !srv.expireWatch.Load(), lists, srv.lists.Load())
 			}
-			if shown, err := chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll('#lanes .item')].reduce((n, i) => n + +i.dataset.events, 0)`)); err != nil || shown != 6 {
-				t.Errorf("%d events drawn after the relist (%v), want 6", shown, err)
+			if shown, err := chromedp.Run(ctx, chromedp.Evaluate[int](`[...document.querySelectorAll('#lanes .item')].reduce((n, i) => n + +i.dataset.events, 0)`)); err != nil || shown != 7 {
+				t.Errorf("%d events drawn after the relist (%v), want 7", shown, err)
 			}
 
 			// Zoom and the warnings-only toggle, kept in the URL. The
@@ -491,11 +509,11 @@ func TestTimelineInBrowser(t *testing.T) {
 			for _, z := range []struct {
 				button, query, cond string
 			}{
-				{`#zoom button[data-zoom="all"]`, "zoom=all", laneCount + ` === 6`},
+				{`#zoom button[data-zoom="all"]`, "zoom=all", laneCount + ` === 7`},
 				{`#zoom button[data-zoom="15m"]`, "zoom=15m", laneCount + ` === 2`},
-				{`#zoom button[data-zoom="1h"]`, "", laneCount + ` === 6`},
-				{`#warnings`, "warnings=1", `[...document.querySelectorAll('#lanes .lane[data-lane] .reason')].map(r => r.textContent).join() === 'BackOff,Unhealthy,NodeNotReady'`},
-				{`#warnings`, "", laneCount + ` === 6`},
+				{`#zoom button[data-zoom="1h"]`, "", laneCount + ` === 7`},
+				{`#warnings`, "warnings=1", `[...document.querySelectorAll('#lanes .lane[data-lane] .reason')].map(r => r.textContent).join() === 'BackOff,Unhealthy,FailedMount,NodeNotReady'`},
+				{`#warnings`, "", laneCount + ` === 7`},
 			} {
 				if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(z.button))); err != nil {
 					t.Fatal(err)

@@ -367,7 +367,8 @@ function renderTimeline() {
   const axis = svg("svg", { class: "axis", width, height: 22, "aria-hidden": "true" });
   for (const tk of timeTicks(win.from, win.to, width)) {
     axis.append(svg("line", { x1: tk.x, x2: tk.x, y1: 16, y2: 22 }));
-    const tx = svg("text", { x: tk.x, y: 12, "text-anchor": "middle" });
+    // Labels centred on their tick, kept inside the axis.
+    const tx = svg("text", { x: Math.min(Math.max(tk.x, 16), width - 16), y: 12, "text-anchor": "middle" });
     tx.textContent = tk.label;
     axis.append(tx);
   }
