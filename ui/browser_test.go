@@ -35,6 +35,7 @@ import (
 	clientevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubevents/kubevents/access"
 	"github.com/kubevents/kubevents/events"
 	"github.com/kubevents/kubevents/record"
 	"github.com/kubevents/kubevents/server"
@@ -653,4 +654,83 @@ func TestTimelineThousandsOfEvents(t *testing.T) {
 	if loaded > time.Minute || renderMs > 5000 {
 		t.Errorf("3000 events: loaded in %v, redraw %d ms; want well under a minute and 5 s", loaded, renderMs)
 	}
+}
+
+// TestTimelineNamespaceOnly: a user who may read events only in one
+// namespace (ABAC), and not discovery, still gets an object's timeline
+// there: the page guesses the kind, and after the 403 on the list across
+// namespaces lists and watches in the object's namespace. Elsewhere the
+// page shows the API's refusal.
+func TestTimelineNamespaceOnly(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	tokenFile, policyFile := filepath.Join(dir, "tokens.csv"), filepath.Join(dir, "policy.jsonl")
+	if err := os.WriteFile(tokenFile, []byte("admin-token,admin,1,system:masters\nbob-token,bob,2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	policy := `{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "bob", "namespace": "default", "apiGroup": "*", "resource": "events", "readonly": true}}` + "\n"
+	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := access.Build(access.Options{TokenAuthFile: tokenFile, AuthorizationModes: []string{access.ModeABAC}, PolicyFile: policyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	store, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: vfs.NewMem(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Store: store, Logger: log, UI: true, Authenticator: b.Authenticator, Authorizer: b.Authorizer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &eventsd{}
+	hs := httptest.NewServer(e.wrap(srv))
+	t.Cleanup(func() {
+		srv.BeginShutdown()
+		hs.CloseClientConnections()
+		hs.Close()
+		_ = store.Close()
+	})
+	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: hs.URL, BearerToken: "admin-token", QPS: -1})
+	create := func(name, typ, reason string, at time.Time) {
+		t.Helper()
+		_, err := cs.EventsV1().Events("default").Create(context.Background(), &eventsv1.Event{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, EventTime: metav1.NewMicroTime(at),
+			Type: typ, Reason: reason, Action: "Test", Note: reason + " for the test",
+			ReportingController: "test", ReportingInstance: "test-1",
+			Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-1"},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	create("web-1.a", corev1.EventTypeNormal, "Scheduled", now.Add(-10*time.Minute))
+	create("web-1.b", corev1.EventTypeWarning, "BackOff", now.Add(-5*time.Minute))
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/ui/?object=default/pod/web-1")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, "the token prompt", `document.querySelector('#token-dialog').open`)
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#token-input"), "bob-token"),
+		chromedp.Click(chromedp.CSS("#token-ok")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, "the timeline", `document.querySelector('#timeline').dataset.live === 'watching' && document.querySelector('#timeline').dataset.status === 'ready' && document.querySelectorAll('#lanes .lane[data-lane]').length === 2 && location.search === '?object=default%2FPod%2Fweb-1'`)
+	if got, want := summary(lanes(t, ctx)), "regarding Normal Scheduled []: mark/Normal/x1/\nregarding Warning BackOff []: mark/Warning/x1/\n"; got != want {
+		t.Errorf("lanes:\n%s\nwant:\n%s", got, want)
+	}
+	create("web-1.c", corev1.EventTypeNormal, "Killing", now)
+	waitPage(t, ctx, "the new Killing event", `[...document.querySelectorAll('#lanes .reason')].some(r => r.textContent === 'Killing')`)
+
+	// Where bob may read nothing, the page says so, and stays so (the
+	// periodic redraw does not hide the error).
+	if err := chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/ui/?object=kube-system/pod/coredns")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, "the refusal", `document.querySelector('#timeline').dataset.status === 'error' && document.querySelector('#status').textContent.includes('User "bob" cannot list resource "events"')`)
 }

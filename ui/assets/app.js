@@ -3,7 +3,7 @@
 
 import { API, ApiError } from "./api.js";
 import {
-  DEFAULT_ZOOM, EventStore, ZOOMS, describe, formatTarget, involvement, involvesSelector,
+  DEFAULT_ZOOM, EventStore, ZOOMS, describe, formatTarget, guessKind, involvement, involvesSelector,
   isUnsupportedField, layoutTimeline, objectRef, overview, parseDiscovery, parseTarget,
   resolveKind, rowOf, stateFromURL, stateToURL, timeTicks, windowFor,
 } from "./model.js";
@@ -133,6 +133,8 @@ async function resolve(text) {
   if (k) {
     t.kind = k.kind;
     if (!k.namespaced) t.namespace = "";
+  } else {
+    t.kind = guessKind(t.kind);
   }
   return t;
 }
@@ -324,14 +326,17 @@ async function showTimeline() {
       await Promise.race([started, new Promise((r) => setTimeout(r, 20))]);
     }
     if (s !== session) return;
+    setStatus("");
     renderTimeline();
     started.catch((err) => {
       if (s !== session) return;
+      s.failed = true;
       view.dataset.status = "error";
       setStatus(`Reading events failed: ${errorText(err)}`, true);
     });
   } catch (err) {
     if (s !== session) return;
+    s.failed = true;
     view.dataset.status = "error";
     setStatus(`Reading events failed: ${errorText(err)}`, true);
   }
@@ -350,7 +355,7 @@ function trackWidth() {
 }
 
 function renderTimeline() {
-  if (!session) return;
+  if (!session || session.failed) return;
   const started = performance.now();
   const view = $("#timeline");
   const events = session.store.events();
@@ -406,7 +411,6 @@ function renderTimeline() {
     }
   }
   view.dataset.renderMs = String(Math.round(performance.now() - started));
-  if (!$("#status").classList.contains("error") || view.dataset.status === "ready") setStatus("");
 }
 
 let itemsByID = new Map();

@@ -89,6 +89,15 @@ export function resolveKind(arg, resources) {
   return null;
 }
 
+// guessKind is the kind a user's word names when discovery cannot tell
+// (refused, or a kind it does not list): the word with a capital first
+// letter (pod: Pod, deployment: Deployment; short names and plurals need
+// discovery).
+export function guessKind(arg) {
+  const s = String(arg);
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
 // parseTime reads an API timestamp (RFC 3339, with up to nanoseconds) as
 // milliseconds since the epoch, or NaN.
 export function parseTime(s) {

@@ -66,6 +66,9 @@ test("resolveKind finds kinds as kubectl does, with their scope", () => {
   eq(m.resolveKind("deployment.apps", rs), { kind: "Deployment", namespaced: true });
   eq(m.resolveKind("deployment.batch", rs), null);
   eq(m.resolveKind("widget", rs), null);
+  // Without discovery: the word, capitalized.
+  eq(m.guessKind("pod"), "Pod");
+  eq(m.guessKind("Deployment"), "Deployment");
 });
 
 test("rowOf reads new-style singletons and series with their state", () => {
