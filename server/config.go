@@ -96,6 +96,10 @@ type Config struct {
 	// and patches (of both API groups; dry runs excepted): refused writes
 	// get 429 with a Retry-After.
 	EventRateLimit *eventratelimit.Limiter
+	// UI serves the web timeline (package ui) at /ui/. Its files are
+	// served without authentication (they hold no data); the API requests
+	// the page makes are authenticated and authorized as any other.
+	UI bool
 	// IdleTimeout closes keep-alive connections without a request for
 	// this long, and ReadHeaderTimeout bounds reading a request's
 	// headers; both are applied by NewHTTPServer.

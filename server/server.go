@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/ui"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -28,6 +29,8 @@ type Server struct {
 	openapi   *openAPI
 	version   []byte
 	metricsH  http.Handler
+	// ui serves the web timeline; nil when Config.UI is off.
+	ui http.Handler
 	// retention chooses each write's TTL.
 	retention *retention.Policy
 
@@ -81,6 +84,9 @@ func New(cfg Config) (*Server, error) {
 	if s.version, err = json.Marshal(cfg.Version); err != nil {
 		return nil, err
 	}
+	if cfg.UI {
+		s.ui = ui.Handler()
+	}
 	s.metricsH = promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry})
 	return s, nil
 }
@@ -133,6 +139,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "/version":
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(s.version)
+		return
+	}
+	if s.ui != nil && (r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, ui.Prefix)) {
+		s.ui.ServeHTTP(w, r)
 		return
 	}
 	r, u, ok := s.authenticate(w, r)

@@ -53,6 +53,7 @@ type options struct {
 	maxInflight     int
 	maxMutating     int
 	extensions      bool
+	ui              bool
 	maxObjectSize   int
 	requestTimeout  time.Duration
 	bookmarkEvery   time.Duration
@@ -145,6 +146,7 @@ events of a kube-apiserver.`,
 	f.DurationVar(&o.etcdRequestTimeout, "etcd-request-timeout", etcdstore.DefaultRequestTimeout, "How long one etcd request may take: while etcd is unreachable or without quorum, requests get 503 with Retry-After after at most this long. Keep it below --request-timeout.")
 	f.DurationVar(&o.etcdReadycheck, "etcd-readycheck-timeout", etcdstore.DefaultReadycheckTimeout, "The timeout of /readyz's check of etcd, as kube-apiserver's flag.")
 	f.Int64Var(&o.leaseReuseDuration, "lease-reuse-duration-seconds", int64(etcdstore.DefaultLeaseReuseDuration/time.Second), "The time in seconds that each etcd lease is reused (capped at 5% of the TTL). A lower value avoids a large number of objects reusing one lease; it must not be too small, or etcd's lease count grows.")
+	f.BoolVar(&o.ui, "ui", true, "Serve the web timeline at /ui/ (its files without authentication; the API requests it makes are authenticated and authorized as any other).")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind authentication and authorization when set: non-resource get on /debug/pprof/*).")
 	return cmd
 }
@@ -247,7 +249,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	srv, err := server.New(server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, Profiling: o.profiling,
-		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions,
+		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions, UI: o.ui,
 		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout, BookmarkInterval: o.bookmarkEvery,
 		EventRateLimit: rateLimit, Retention: retentionConfig})
 	if err != nil {

@@ -1,0 +1,112 @@
+// The page's client of the events.k8s.io/v1 API of the server that served
+// it: requests with the user's bearer token (kept in sessionStorage, asked
+// for when the API answers 401), paginated lists, and watches read as JSON
+// lines from a fetch stream.
+
+import { LineSplitter } from "./model.js";
+
+const TOKEN_KEY = "kubevents.token";
+const EVENTS = "/apis/events.k8s.io/v1";
+// PAGE is the limit of each list request, as evctl's pages.
+const PAGE = 500;
+
+// ApiError is a refused request: its HTTP code and Status body.
+export class ApiError extends Error {
+  constructor(code, status) {
+    super((status && status.message) || `HTTP ${code}`);
+    this.code = code;
+    this.status = status;
+  }
+}
+
+export function eventsPath(namespace) {
+  return namespace ? `${EVENTS}/namespaces/${encodeURIComponent(namespace)}/events` : `${EVENTS}/events`;
+}
+
+export class API {
+  // askToken is called when the API answers 401; it resolves to a token
+  // to try, or rejects.
+  constructor(askToken) {
+    this.askToken = askToken;
+  }
+
+  get token() {
+    return sessionStorage.getItem(TOKEN_KEY) || "";
+  }
+
+  set token(v) {
+    if (v) sessionStorage.setItem(TOKEN_KEY, v);
+    else sessionStorage.removeItem(TOKEN_KEY);
+  }
+
+  // fetch sends a GET with the token, asking for a token again as long
+  // as the API answers 401.
+  async fetch(path, opts = {}) {
+    for (;;) {
+      const headers = { Accept: opts.accept || "application/json" };
+      if (this.token) headers.Authorization = `Bearer ${this.token}`;
+      const resp = await fetch(path, { headers, signal: opts.signal, cache: "no-store" });
+      if (resp.status !== 401) return resp;
+      const status = await resp.json().catch(() => null);
+      const refused = this.token;
+      // Concurrent requests share one prompt.
+      if (!this.asking) {
+        this.asking = this.askToken(refused ? `The token was refused: ${(status && status.message) || "401"}` : "This server needs a bearer token.")
+          .finally(() => { this.asking = null; });
+      }
+      const token = await this.asking;
+      if (this.token === refused) this.token = token;
+    }
+  }
+
+  async json(path, opts = {}) {
+    const resp = await this.fetch(path, opts);
+    const body = await resp.json().catch(() => null);
+    if (!resp.ok) throw new ApiError(resp.status, body);
+    return body;
+  }
+
+  // list reads every page of the events matching fieldSelector in
+  // namespace ("" for all), up to maxItems: {items, rv, truncated}.
+  async list(namespace, fieldSelector, opts = {}) {
+    const items = [];
+    let rv = "", cont = "";
+    for (;;) {
+      const q = new URLSearchParams({ limit: String(PAGE) });
+      if (fieldSelector) q.set("fieldSelector", fieldSelector);
+      if (cont) q.set("continue", cont);
+      const l = await this.json(`${eventsPath(namespace)}?${q}`, opts);
+      if (!rv) rv = l.metadata.resourceVersion;
+      items.push(...(l.items || []));
+      cont = l.metadata.continue || "";
+      if (!cont) return { items, rv, truncated: false };
+      if (opts.maxItems && items.length >= opts.maxItems) return { items, rv, truncated: true };
+    }
+  }
+
+  // watch streams the changes after rv; onEvent gets each {type, object}.
+  // It returns when the server ends the stream and throws on errors (an
+  // ApiError for a refusal, with code 410 when rv is too old).
+  async watch(namespace, fieldSelector, rv, onEvent, signal) {
+    const q = new URLSearchParams({ watch: "1", allowWatchBookmarks: "true" });
+    if (rv) q.set("resourceVersion", rv);
+    if (fieldSelector) q.set("fieldSelector", fieldSelector);
+    const resp = await this.fetch(`${eventsPath(namespace)}?${q}`, { signal });
+    if (!resp.ok) throw new ApiError(resp.status, await resp.json().catch(() => null));
+    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+    const lines = new LineSplitter();
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        for (const line of lines.push(value)) {
+          const ev = JSON.parse(line);
+          if (ev.type === "ERROR") throw new ApiError((ev.object && ev.object.code) || 500, ev.object);
+          onEvent(ev);
+        }
+      }
+    } finally {
+      reader.cancel().catch(() => {});
+    }
+  }
+}

@@ -1,0 +1,629 @@
+// The page: overview, object timeline, live updates. The logic it relies
+// on is in model.js; this file draws and wires the DOM.
+
+import { API, ApiError } from "./api.js";
+import {
+  DEFAULT_ZOOM, EventStore, ZOOMS, describe, formatTarget, guessKind, involvement, involvesSelector,
+  isUnsupportedField, layoutTimeline, objectRef, overview, parseDiscovery, parseTarget,
+  resolveKind, rowOf, stateFromURL, stateToURL, timeTicks, windowFor,
+} from "./model.js";
+
+const SVG = "http://www.w3.org/2000/svg";
+// TRACK_HEIGHT is the height of one row of bars in a lane, in pixels.
+const TRACK_HEIGHT = 24;
+// LANE_LIMIT lanes are drawn at first; more on request.
+const LANE_LIMIT = 200;
+// DETAIL_LIMIT events of a selected mark are shown in full.
+const DETAIL_LIMIT = 50;
+// OVERVIEW_MAX_ITEMS bounds the events the overview reads.
+const OVERVIEW_MAX_ITEMS = 20000;
+// RETRY_MAX is the longest wait before a watch reconnects.
+const RETRY_MAX = 30000;
+// TICK re-draws the timeline so that its window follows the clock.
+const TICK = 10000;
+// QUICK_END: a watch the server ends this soon without a change is
+// retried with the error backoff, not at once.
+const QUICK_END = 1000;
+
+const $ = (sel) => document.querySelector(sel);
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") e.className = v;
+    else if (k.startsWith("data-") || k.startsWith("aria-") || k === "role" || k === "href" || k === "tabindex") e.setAttribute(k, v);
+    else e[k] = v;
+  }
+  for (const c of children) if (c != null) e.append(c);
+  return e;
+}
+
+function svg(tag, attrs = {}) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+}
+
+const iso = (ms) => (isNaN(ms) ? "" : new Date(ms).toISOString().replace(".000Z", "Z"));
+
+// askToken shows the token dialog and resolves to what the user enters.
+function askToken(message) {
+  const dialog = $("#token-dialog");
+  $("#token-message").textContent = message;
+  $("#token-input").value = "";
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      dialog.removeEventListener("close", done);
+      const v = $("#token-input").value.trim();
+      if (dialog.returnValue === "ok" && v) resolve(v);
+      else reject(new Error("no token given"));
+    };
+    dialog.addEventListener("close", done);
+    dialog.returnValue = "";
+    dialog.showModal();
+    $("#token-input").focus();
+  });
+}
+
+const api = new API(askToken);
+let state = stateFromURL(location.search);
+let session = null;
+let resources = null;
+
+function setStatus(msg, isError) {
+  const s = $("#status");
+  s.textContent = msg;
+  s.classList.toggle("error", !!isError);
+}
+
+function errorText(err) {
+  if (err instanceof ApiError) return `${err.code}: ${err.message}`;
+  return String(err && err.message ? err.message : err);
+}
+
+// navigate changes the page's state, in the URL (a new history entry
+// unless replace) and on the page.
+function navigate(changes, replace) {
+  const next = { ...state, ...changes };
+  const url = location.pathname + stateToURL(next);
+  if (replace) history.replaceState(null, "", url);
+  else history.pushState(null, "", url);
+  const reload = next.object !== state.object || next.warnings !== state.warnings && !next.object || next.namespace !== state.namespace;
+  state = next;
+  show(reload);
+}
+
+window.addEventListener("popstate", () => {
+  state = stateFromURL(location.search);
+  show(true);
+});
+
+// objectLink is a link to an object's timeline that the page follows
+// itself (a real href, so it can be opened elsewhere or copied).
+function objectLink(ref, cls) {
+  const object = formatTarget({ namespace: ref.namespace || "", kind: ref.kind, name: ref.name });
+  const a = el("a", { href: location.pathname + stateToURL({ ...state, object, event: "" }), class: cls || "", "data-ref": object }, objectRef(ref));
+  if (ref.namespace) a.title = `${ref.namespace}/${objectRef(ref)}`;
+  a.addEventListener("click", (e) => {
+    if (e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    e.preventDefault();
+    navigate({ object, event: "" });
+  });
+  return a;
+}
+
+// discover reads aggregated discovery (once it has worked), to resolve
+// kinds the way kubectl does (pod, po, pods: Pod); without it kinds are
+// taken as typed.
+async function discover() {
+  if (resources) return resources;
+  const accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+  try {
+    const [core, groups] = await Promise.all([api.json("/api", { accept }), api.json("/apis", { accept })]);
+    resources = parseDiscovery(core, groups);
+    return resources;
+  } catch (err) {
+    return [];
+  }
+}
+
+async function resolve(text) {
+  const t = parseTarget(text);
+  const k = resolveKind(t.kind, await discover());
+  if (k) {
+    t.kind = k.kind;
+    if (!k.namespaced) t.namespace = "";
+  } else {
+    t.kind = guessKind(t.kind);
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------
+// Overview
+
+async function showOverview() {
+  $("#timeline").hidden = true;
+  const view = $("#overview");
+  view.hidden = false;
+  view.dataset.status = "loading";
+  document.title = "Events overview · kubevents";
+  try {
+    const { items, truncated } = await api.list("", state.warnings ? "type=Warning" : "", { maxItems: OVERVIEW_MAX_ITEMS });
+    const o = overview(items, Date.now(), { warningsOnly: state.warnings, namespace: state.namespace });
+    const nsBody = $("#namespaces tbody");
+    nsBody.replaceChildren(...o.namespaces.map((n) => {
+      const a = el("a", { href: location.pathname + stateToURL({ ...state, object: "", namespace: n.name }) }, n.name || "(cluster)");
+      a.addEventListener("click", (e) => { e.preventDefault(); navigate({ namespace: n.name === state.namespace ? "" : n.name }); });
+      return el("tr", { class: n.name === state.namespace ? "current" : "" }, el("td", {}, a), el("td", { class: "num" }, String(n.events)), el("td", { class: "num" }, String(n.warnings)));
+    }));
+    const objBody = $("#top-objects tbody");
+    objBody.replaceChildren(...o.objects.map((x) => el("tr", {},
+      el("td", {}, x.namespace), el("td", {}, objectLink(x)), el("td", { class: "num" }, String(x.warnings)),
+      el("td", {}, x.reason), el("td", {}, iso(x.last)))));
+    $("#top-empty").hidden = o.objects.length > 0;
+    $("#overview-scope").textContent = state.namespace ? `in namespace ${state.namespace}` : "in all namespaces";
+    $("#overview-note").textContent = truncated ? `Counted over the first ${items.length} events only.` : `${items.length} events read.`;
+    view.dataset.status = "ready";
+    setStatus("");
+  } catch (err) {
+    view.dataset.status = "error";
+    setStatus(`Reading events failed: ${errorText(err)}`, true);
+  }
+}
+
+// ---------------------------------------------------------------------
+// Timeline
+
+// TimelineSession lists an object's events and keeps them current with a
+// watch from the list's resourceVersion: after an error it resumes from
+// the last resourceVersion seen (or lists again when the server no longer
+// has it, 410), and the store applies each change once.
+class TimelineSession {
+  constructor(target, onChange) {
+    this.target = target;
+    this.onChange = onChange;
+    this.store = new EventStore();
+    this.abort = new AbortController();
+    this.mode = "extensions";
+    this.namespace = "";
+    this.live = "connecting";
+  }
+
+  stop() {
+    this.abort.abort();
+  }
+
+  // list reads the target's events: one involves.* query on eventsd; on a
+  // server that refuses it (400), every event, joined here, as evctl does.
+  async list() {
+    const t = this.target;
+    for (;;) {
+      const selector = this.mode === "extensions" ? involvesSelector(t) : "";
+      try {
+        const l = await api.list(this.namespace, selector, { signal: this.abort.signal });
+        this.store.reset(l.items.filter((ev) => involvement(ev, t)), l.rv);
+        this.listed = true;
+        return;
+      } catch (err) {
+        if (this.mode === "extensions" && err instanceof ApiError && isUnsupportedField(err.code, err.status)) {
+          this.mode = "client-join";
+          continue;
+        }
+        if (err instanceof ApiError && err.code === 403 && !this.namespace && t.namespace) {
+          // Not allowed across namespaces: the target's namespace only.
+          this.namespace = t.namespace;
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  async run() {
+    await this.list();
+    this.onChange();
+    let wait = 1000;
+    const signal = this.abort.signal;
+    while (!signal.aborted) {
+      const selector = this.mode === "extensions" ? involvesSelector(this.target) : "";
+      const started = Date.now();
+      let changes = 0;
+      try {
+        this.setLive("watching");
+        await api.watch(this.namespace, selector, this.store.rv, (e) => {
+          wait = 1000;
+          changes++;
+          const obj = e.object;
+          if (this.mode !== "extensions" && e.type !== "BOOKMARK" && !involvement(obj, this.target) && !this.store.byUID.has(obj.metadata.uid)) {
+            this.store.advance(obj.metadata.resourceVersion);
+            return;
+          }
+          if (this.store.apply(e.type, obj)) this.onChange();
+        }, signal);
+        // The server ended the watch (its timeout): resume at once,
+        // unless it ends them as soon as they start (shutting down).
+        if (changes === 0 && Date.now() - started < QUICK_END) throw new Error("the server ended the watch at once");
+      } catch (err) {
+        if (signal.aborted) return;
+        if (err instanceof ApiError && err.code === 410) {
+          this.setLive("relisting");
+          try {
+            await this.list();
+            this.onChange();
+            continue;
+          } catch (err2) {
+            err = err2;
+          }
+        }
+        this.setLive(`reconnecting in ${Math.round(wait / 1000)} s (${errorText(err)})`);
+        await new Promise((r) => setTimeout(r, wait));
+        wait = Math.min(wait * 2, RETRY_MAX);
+      }
+    }
+  }
+
+  setLive(s) {
+    if (this.abort.signal.aborted) return;
+    this.live = s;
+    const v = $("#timeline");
+    v.dataset.live = s.split(" ")[0];
+    $("#live").textContent = s === "watching" ? "live" : s;
+  }
+}
+
+let renderTimer = null;
+function scheduleRender() {
+  if (renderTimer) return;
+  renderTimer = setTimeout(() => {
+    renderTimer = null;
+    renderTimeline();
+  }, 30);
+}
+setInterval(() => { if (session) scheduleRender(); }, TICK);
+window.addEventListener("resize", scheduleRender);
+
+let laneLimit = LANE_LIMIT;
+// timelineGen tells the latest showTimeline from earlier ones still
+// waiting for discovery.
+let timelineGen = 0;
+
+async function showTimeline() {
+  $("#overview").hidden = true;
+  const view = $("#timeline");
+  view.hidden = false;
+  view.dataset.status = "loading";
+  if (session) session.stop();
+  session = null;
+  laneLimit = LANE_LIMIT;
+  const gen = ++timelineGen;
+  $("#lanes").replaceChildren();
+  $("#details").replaceChildren(el("p", { class: "hint" }, "Hover over, focus or click an event to see it in full."));
+  let target;
+  try {
+    target = await resolve(state.object);
+  } catch (err) {
+    if (gen !== timelineGen) return;
+    view.dataset.status = "error";
+    setStatus(errorText(err), true);
+    return;
+  }
+  if (gen !== timelineGen) return;
+  const resolved = formatTarget(target);
+  if (resolved !== state.object) {
+    state = { ...state, object: resolved };
+    history.replaceState(null, "", location.pathname + stateToURL(state));
+  }
+  $("#search").value = resolved;
+  $("#object-title").textContent = (target.namespace ? target.namespace + "/" : "") + objectRef(target);
+  document.title = `${objectRef(target)} · kubevents`;
+  const s = new TimelineSession(target, scheduleRender);
+  session = s;
+  try {
+    const started = s.run();
+    // Wait for the list before reporting readiness.
+    while (s === session && !s.listed && !s.abort.signal.aborted) {
+      await Promise.race([started, new Promise((r) => setTimeout(r, 20))]);
+    }
+    if (s !== session) return;
+    setStatus("");
+    renderTimeline();
+    started.catch((err) => {
+      if (s !== session) return;
+      s.failed = true;
+      view.dataset.status = "error";
+      setStatus(`Reading events failed: ${errorText(err)}`, true);
+    });
+  } catch (err) {
+    if (s !== session) return;
+    s.failed = true;
+    view.dataset.status = "error";
+    setStatus(`Reading events failed: ${errorText(err)}`, true);
+  }
+}
+
+function renderZoom() {
+  for (const b of document.querySelectorAll("#zoom button")) {
+    b.setAttribute("aria-pressed", String(b.dataset.zoom === state.zoom));
+  }
+}
+
+function trackWidth() {
+  const lanes = $("#lanes");
+  const label = parseFloat(getComputedStyle(document.documentElement).getPropertyValue("--label-width")) || 300;
+  return Math.max(200, Math.floor(lanes.clientWidth - label - 8));
+}
+
+function renderTimeline() {
+  if (!session || session.failed) return;
+  const started = performance.now();
+  const view = $("#timeline");
+  const events = session.store.events();
+  const target = session.target;
+  const now = Date.now();
+  const width = trackWidth();
+  // "all" spans the times of the object's events.
+  const win = windowFor(state.zoom, now, state.zoom === "all" ? events.filter((ev) => involvement(ev, target)).map(rowOf) : []);
+  itemsByID = new Map();
+  const lay = layoutTimeline(events, target, { from: win.from, to: win.to, width, warningsOnly: state.warnings });
+  renderZoom();
+
+  // Axis.
+  const axis = svg("svg", { class: "axis", width, height: 22, "aria-hidden": "true" });
+  for (const tk of timeTicks(win.from, win.to, width)) {
+    axis.append(svg("line", { x1: tk.x, x2: tk.x, y1: 16, y2: 22 }));
+    // Labels centred on their tick, kept inside the axis.
+    const tx = svg("text", { x: Math.min(Math.max(tk.x, 16), width - 16), y: 12, "text-anchor": "middle" });
+    tx.textContent = tk.label;
+    axis.append(tx);
+  }
+  const header = el("div", { class: "lane axis-row" }, el("div", { class: "lane-label", title: `${iso(win.from)} – ${iso(win.to)}` }, "time (UTC)"), axis);
+
+  const laneEls = [header];
+  lay.lanes.slice(0, laneLimit).forEach((lane, li) => laneEls.push(renderLane(lane, li, width)));
+  if (lay.lanes.length > laneLimit) {
+    const more = el("button", { type: "button", class: "more" }, `Show ${Math.min(LANE_LIMIT, lay.lanes.length - laneLimit)} more of ${lay.lanes.length - laneLimit} lanes`);
+    more.addEventListener("click", () => { laneLimit += LANE_LIMIT; renderTimeline(); });
+    laneEls.push(more);
+  }
+  const focused = document.activeElement && document.activeElement.dataset && document.activeElement.dataset.id;
+  $("#lanes").replaceChildren(...laneEls);
+  if (focused) {
+    const again = document.querySelector(`#lanes [data-id="${CSS.escape(focused)}"]`);
+    if (again) again.focus();
+  }
+  const total = lay.shown + lay.hidden;
+  $("#summary").textContent = `${lay.shown} of ${total} events shown in ${lay.lanes.length} lanes` +
+    (lay.hidden ? ` (${lay.hidden} outside the window${state.warnings ? " or not Warning" : ""})` : "") +
+    (session.mode === "client-join" ? " · server without extensions: events joined in the page" : "");
+  $("#empty").hidden = lay.lanes.length > 0;
+  view.dataset.mode = session.mode;
+  view.dataset.events = String(session.store.size);
+  view.dataset.status = "ready";
+  view.dataset.version = String(session.store.version);
+
+  // Restore the selection from the URL.
+  if (state.event) {
+    const item = document.querySelector(`#lanes .item[data-uids~="${CSS.escape(state.event)}"]`);
+    if (item) {
+      item.classList.add("selected");
+      showDetails(itemsByID.get(item.dataset.id));
+    }
+  }
+  view.dataset.renderMs = String(Math.round(performance.now() - started));
+}
+
+let itemsByID = new Map();
+
+function renderLane(lane, li, width) {
+  const roleText = lane.role === "regarding" ? (lane.counterpart ? "related: " : "") : "about ";
+  const label = el("div", { class: "lane-label" },
+    el("span", { class: `badge ${lane.type}` }, lane.type),
+    " ",
+    el("span", { class: "reason" }, lane.reason),
+    lane.counterpart ? el("span", { class: "counterpart-wrap" }, ` ${roleText}`, objectLink(lane.counterpart, "counterpart")) : null,
+    el("span", { class: "lane-total" }, ` (${lane.total})`));
+  const height = lane.tracks * TRACK_HEIGHT;
+  const track = svg("svg", { class: "track", width, height, role: "list", "aria-label": `${lane.type} ${lane.reason}` });
+  lane.items.forEach((it, ii) => {
+    const id = `${li}.${ii}`;
+    it.lane = lane;
+    itemsByID.set(id, it);
+    const g = svg("g", {
+      class: `item ${it.kind} ${it.type}${it.state ? " " + it.state : ""}`, tabindex: "0", role: "listitem",
+      "data-id": id, "data-kind": it.kind, "data-type": it.type, "data-reason": lane.reason,
+      "data-count": String(it.count), "data-events": String(it.rows.length),
+      "data-uids": it.rows.slice(0, DETAIL_LIMIT).map((r) => r.uid).join(" "),
+      "data-first": iso(it.first), "aria-label": describe(it),
+    });
+    if (it.state) g.setAttribute("data-state", it.state);
+    const title = svg("title");
+    title.textContent = describe(it);
+    g.append(title);
+    const y = (it.track || 0) * TRACK_HEIGHT;
+    const cy = y + TRACK_HEIGHT / 2;
+    if (it.kind === "bar") {
+      const w = Math.max(3, it.w);
+      g.append(svg("rect", { x: it.x, y: y + 4, width: w, height: TRACK_HEIGHT - 8, rx: 3 }));
+      const text = svg("text", { y: cy + 4, class: "bar-label" });
+      text.textContent = `×${it.count} ${it.state}`;
+      // Inside the bar when it fits, else after it.
+      const inside = w > 90;
+      text.setAttribute("x", inside ? it.x + 5 : Math.min(it.x + w + 4, width - 80));
+      if (inside) text.classList.add("inside");
+      g.append(text);
+    } else {
+      const r = it.kind === "agg" ? 7 : 5;
+      if (it.type === "Warning") {
+        g.append(svg("path", { d: `M${it.x} ${cy - r - 1}L${it.x + r + 1} ${cy}L${it.x} ${cy + r + 1}L${it.x - r - 1} ${cy}Z` }));
+      } else {
+        g.append(svg("circle", { cx: it.x, cy, r }));
+      }
+      if (it.kind === "agg") {
+        const text = svg("text", { x: it.x, y: cy - r - 3 > 8 ? cy - r - 3 : cy + 3, "text-anchor": "middle", class: "agg-label" });
+        text.textContent = String(it.rows.length);
+        g.append(text);
+      }
+    }
+    track.append(g);
+  });
+  const row = el("div", { class: `lane ${lane.type}`, "data-lane": lane.key, "data-role": lane.role }, label);
+  row.append(track);
+  return row;
+}
+
+function showDetails(it) {
+  if (!it) return;
+  const box = $("#details");
+  const rows = it.rows.slice(0, DETAIL_LIMIT);
+  const parts = [el("h3", {}, describe(it))];
+  for (const r of rows) {
+    const ev = r.ev;
+    const fields = [
+      ["type", ev.type], ["reason", ev.reason], ["note", ev.note],
+      ["regarding", fullRef(ev.regarding)], ["related", fullRef(ev.related)], ["your object is", r.role],
+      ["action", ev.action], ["reporting", [ev.reportingController, ev.reportingInstance].filter(Boolean).join(" / ")],
+      ["first", iso(r.first)], ["last", r.series ? iso(r.last) : ""],
+      ["count", r.series ? String(r.count) : ""], ["series state", r.series ? r.state : ""],
+      ["name", `${ev.metadata.namespace}/${ev.metadata.name}`], ["resourceVersion", ev.metadata.resourceVersion],
+    ];
+    const dl = el("dl");
+    for (const [k, v] of fields) {
+      if (!v) continue;
+      dl.append(el("dt", {}, k), el("dd", {}, v));
+    }
+    parts.push(el("article", { class: `event ${ev.type}`, "data-uid": r.uid }, dl,
+      el("details", {}, el("summary", {}, "JSON"), el("pre", {}, JSON.stringify(ev, null, 2)))));
+  }
+  if (it.rows.length > rows.length) parts.push(el("p", { class: "hint" }, `and ${it.rows.length - rows.length} more events; zoom in to see them apart.`));
+  box.replaceChildren(...parts);
+}
+
+function fullRef(ref) {
+  if (!ref || !ref.kind) return "";
+  return `${ref.namespace ? ref.namespace + "/" : ""}${objectRef(ref)}${ref.fieldPath ? " (" + ref.fieldPath + ")" : ""}`;
+}
+
+function itemOf(target) {
+  const g = target && target.closest && target.closest("#lanes .item");
+  return g ? { g, it: itemsByID.get(g.dataset.id) } : null;
+}
+
+function select(g, it) {
+  for (const s of document.querySelectorAll("#lanes .item.selected")) s.classList.remove("selected");
+  g.classList.add("selected");
+  showDetails(it);
+  navigate({ event: it.rows[0].uid }, true);
+}
+
+function setupTimelineEvents() {
+  const lanes = $("#lanes");
+  lanes.addEventListener("mouseover", (e) => {
+    const x = itemOf(e.target);
+    if (x) showDetails(x.it);
+  });
+  lanes.addEventListener("focusin", (e) => {
+    const x = itemOf(e.target);
+    if (x) showDetails(x.it);
+  });
+  lanes.addEventListener("mouseleave", () => {
+    // Back to the selected event, if any.
+    const g = document.querySelector("#lanes .item.selected");
+    if (g) showDetails(itemsByID.get(g.dataset.id));
+  });
+  lanes.addEventListener("click", (e) => {
+    const x = itemOf(e.target);
+    if (x) select(x.g, x.it);
+  });
+  lanes.addEventListener("keydown", (e) => {
+    const x = itemOf(e.target);
+    if (!x) return;
+    const { g } = x;
+    const laneEl = g.closest(".lane");
+    const siblings = [...laneEl.querySelectorAll(".item")];
+    const i = siblings.indexOf(g);
+    let next = null;
+    switch (e.key) {
+      case "ArrowRight": next = siblings[i + 1]; break;
+      case "ArrowLeft": next = siblings[i - 1]; break;
+      case "Home": next = siblings[0]; break;
+      case "End": next = siblings[siblings.length - 1]; break;
+      case "ArrowDown":
+      case "ArrowUp": {
+        const all = [...lanes.querySelectorAll(".lane[data-lane]")];
+        const other = all[all.indexOf(laneEl) + (e.key === "ArrowDown" ? 1 : -1)];
+        if (other) {
+          const x0 = g.getBBox().x;
+          next = [...other.querySelectorAll(".item")].reduce((best, c) =>
+            !best || Math.abs(c.getBBox().x - x0) < Math.abs(best.getBBox().x - x0) ? c : best, null);
+        }
+        break;
+      }
+      case "Enter":
+      case " ":
+        select(g, x.it);
+        e.preventDefault();
+        return;
+      case "Escape":
+        g.classList.remove("selected");
+        navigate({ event: "" }, true);
+        return;
+      default:
+        return;
+    }
+    e.preventDefault();
+    if (next) next.focus();
+  });
+}
+
+// ---------------------------------------------------------------------
+// Wiring
+
+function show(reload) {
+  $("#warnings").checked = state.warnings;
+  if (state.object) {
+    if (reload || !session) showTimeline();
+    else renderTimeline();
+  } else {
+    if (session) session.stop();
+    session = null;
+    $("#search").value = "";
+    showOverview();
+  }
+}
+
+function setup() {
+  $("#search-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = $("#search").value.trim();
+    try {
+      parseTarget(text);
+    } catch (err) {
+      setStatus(err.message, true);
+      $("#search").setAttribute("aria-invalid", "true");
+      return;
+    }
+    $("#search").removeAttribute("aria-invalid");
+    setStatus("");
+    navigate({ object: text, event: "" });
+  });
+  $("#warnings").addEventListener("change", (e) => navigate({ warnings: e.target.checked }));
+  for (const b of document.querySelectorAll("#zoom button")) {
+    b.addEventListener("click", () => navigate({ zoom: b.dataset.zoom }));
+  }
+  $("#home").addEventListener("click", (e) => {
+    e.preventDefault();
+    navigate({ object: "", event: "" });
+  });
+  $("#forget-token").addEventListener("click", () => {
+    api.token = "";
+    setStatus("Token forgotten for this tab.");
+  });
+  setupTimelineEvents();
+  show(true);
+}
+
+setup();
+
+// For tests and debugging: the page's state.
+window.kubevents = { get state() { return state; }, get session() { return session; }, ZOOMS, DEFAULT_ZOOM };

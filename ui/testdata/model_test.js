@@ -1,0 +1,239 @@
+// Unit tests of model.js, run in headless Chromium by TestModelJS
+// (ui/browser_test.go), which reports each failure. window.testResults
+// holds {done, results: [{name, error}]}.
+
+import * as m from "/model.js";
+
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+
+function eq(got, want, what) {
+  const g = JSON.stringify(got), w = JSON.stringify(want);
+  if (g !== w) throw new Error(`${what || "value"}: got ${g}, want ${w}`);
+}
+function ok(cond, what) {
+  if (!cond) throw new Error(what);
+}
+
+const T0 = Date.parse("2026-11-20T10:00:00Z");
+const at = (min) => new Date(T0 + min * 60000).toISOString();
+
+let n = 0;
+function ev(o) {
+  n++;
+  return {
+    metadata: { namespace: o.ns || "default", name: o.name || `e${n}`, uid: o.uid || `uid-${n}`, resourceVersion: o.rv || String(n), annotations: o.annotations },
+    eventTime: o.eventTime === undefined ? at(o.at || 0) : o.eventTime,
+    type: o.type || "Normal",
+    reason: o.reason || "Started",
+    regarding: o.regarding || { kind: "Pod", namespace: "default", name: "web-1" },
+    related: o.related,
+    series: o.series,
+    deprecatedFirstTimestamp: o.dft,
+    deprecatedLastTimestamp: o.dlt,
+    deprecatedCount: o.dc,
+    note: o.note || "",
+  };
+}
+
+const pod = { namespace: "default", kind: "Pod", name: "web-1" };
+const node = { namespace: "", kind: "Node", name: "node-1" };
+
+test("parseTarget reads kind/name and namespace/kind/name and refuses the rest", () => {
+  eq(m.parseTarget("pod/web-1"), { namespace: "", kind: "pod", name: "web-1" });
+  eq(m.parseTarget(" prod/Pod/web-1 "), { namespace: "prod", kind: "Pod", name: "web-1" });
+  for (const bad of ["web-1", "a/b/c/d", "/web-1", "pod/", "a//b"]) {
+    let threw = false;
+    try { m.parseTarget(bad); } catch (e) { threw = /kind\/name/.test(e.message); }
+    ok(threw, `parseTarget(${bad}) should throw naming the forms`);
+  }
+  eq(m.formatTarget(m.parseTarget("prod/Pod/web-1")), "prod/Pod/web-1");
+  eq(m.formatTarget({ namespace: "", kind: "Node", name: "n" }), "Node/n");
+});
+
+test("resolveKind finds kinds as kubectl does, with their scope", () => {
+  const disc = { items: [{ metadata: { name: "" }, versions: [{ version: "v1", resources: [
+    { resource: "pods", singularResource: "pod", shortNames: ["po"], scope: "Namespaced", responseKind: { kind: "Pod" } },
+    { resource: "nodes", singularResource: "node", shortNames: ["no"], scope: "Cluster", responseKind: { kind: "Node" } },
+  ] }] }] };
+  const apps = { items: [{ metadata: { name: "apps" }, versions: [{ version: "v1", resources: [
+    { resource: "deployments", singularResource: "deployment", shortNames: ["deploy"], scope: "Namespaced", responseKind: { kind: "Deployment" } },
+  ] }] }] };
+  const rs = m.parseDiscovery(disc, apps);
+  eq(rs.length, 3);
+  for (const k of ["pod", "pods", "po", "Pod", "POD"]) eq(m.resolveKind(k, rs), { kind: "Pod", namespaced: true }, k);
+  eq(m.resolveKind("no", rs), { kind: "Node", namespaced: false });
+  eq(m.resolveKind("deployment.apps", rs), { kind: "Deployment", namespaced: true });
+  eq(m.resolveKind("deployment.batch", rs), null);
+  eq(m.resolveKind("widget", rs), null);
+  // Without discovery: the word, capitalized.
+  eq(m.guessKind("pod"), "Pod");
+  eq(m.guessKind("Deployment"), "Deployment");
+});
+
+test("rowOf reads new-style singletons and series with their state", () => {
+  const single = m.rowOf(ev({ at: 1 }));
+  eq([single.first, single.last, single.count, single.series, single.state], [T0 + 60000, T0 + 60000, 1, false, ""]);
+  const ongoing = m.rowOf(ev({ at: 1, series: { count: 600, lastObservedTime: at(31) }, annotations: { [m.SERIES_STATE_ANNOTATION]: "ongoing" } }));
+  eq([ongoing.first, ongoing.last, ongoing.count, ongoing.series, ongoing.state], [T0 + 60000, T0 + 31 * 60000, 600, true, "ongoing"]);
+  const finished = m.rowOf(ev({ series: { count: 2, lastObservedTime: at(1) }, annotations: { [m.SERIES_STATE_ANNOTATION]: "finished" } }));
+  eq(finished.state, "finished");
+  // client-go's recorder keeps no state: unknown.
+  eq(m.rowOf(ev({ series: { count: 2, lastObservedTime: at(1) } })).state, "unknown");
+  // Microseconds (eventTime is a MicroTime) are read.
+  eq(m.rowOf(ev({ eventTime: "2026-11-20T10:00:00.123456Z" })).first, T0 + 123);
+});
+
+test("rowOf reads legacy events: deprecated timestamps and count", () => {
+  const r = m.rowOf(ev({ eventTime: null, dft: at(0), dlt: at(5), dc: 7 }));
+  eq([r.first, r.last, r.count, r.series, r.state], [T0, T0 + 5 * 60000, 7, true, "unknown"]);
+  const once = m.rowOf(ev({ eventTime: null, dft: at(2), dlt: at(2), dc: 1 }));
+  eq([once.first, once.count, once.series], [T0 + 2 * 60000, 1, false]);
+  const created = ev({ eventTime: null });
+  created.metadata.creationTimestamp = at(3);
+  eq(m.rowOf(created).first, T0 + 3 * 60000);
+});
+
+test("involvement and involvesSelector match regarding or related, namespace when given", () => {
+  const e = ev({ regarding: { kind: "Pod", namespace: "default", name: "web-1" }, related: { kind: "Node", name: "node-1" } });
+  eq(m.involvement(e, pod), "regarding");
+  eq(m.involvement(e, node), "related");
+  eq(m.involvement(e, { namespace: "prod", kind: "Pod", name: "web-1" }), "");
+  eq(m.involvement(e, { namespace: "", kind: "Pod", name: "web-1" }), "regarding");
+  eq(m.involvement(e, { namespace: "", kind: "Pod", name: "web-2" }), "");
+  eq(m.involvesSelector(pod), "involves.kind=Pod,involves.name=web-1,involves.namespace=default");
+  eq(m.involvesSelector(node), "involves.kind=Node,involves.name=node-1");
+});
+
+test("isUnsupportedField recognizes kube-apiserver's refusal only", () => {
+  ok(m.isUnsupportedField(400, { message: 'field label not supported: involves.kind' }), "400 field label");
+  ok(!m.isUnsupportedField(400, { message: "bad selector" }), "other 400");
+  ok(!m.isUnsupportedField(403, { message: "field label not supported" }), "403");
+});
+
+test("EventStore applies each change once across reconnects and relists", () => {
+  const s = new m.EventStore();
+  const a = ev({ uid: "a", rv: "5" });
+  s.reset([a], "10");
+  eq([s.size, s.rv], [1, "10"]);
+  const a2 = { ...a, metadata: { ...a.metadata, resourceVersion: "11" } };
+  ok(s.apply("MODIFIED", a2), "newer change applies");
+  ok(!s.apply("MODIFIED", a2), "the same change again (a replay after a reconnect) does not");
+  ok(!s.apply("ADDED", a), "an older state does not");
+  eq(s.byUID.get("a").metadata.resourceVersion, "11");
+  ok(!s.apply("BOOKMARK", { metadata: { resourceVersion: "15" } }), "bookmarks change nothing");
+  eq(s.rv, "15", "but move the resume point");
+  ok(s.apply("DELETED", { ...a, metadata: { ...a.metadata, resourceVersion: "16" } }), "delete");
+  ok(!s.apply("ADDED", a2), "a replayed older ADDED does not bring it back");
+  eq(s.size, 0);
+  // Numeric order, not string order.
+  eq(m.compareRevisions("9", "10"), -1);
+  eq(m.compareRevisions("100", "99"), 1);
+  s.reset([], "20");
+  eq([s.size, s.rv], [0, "20"]);
+});
+
+test("LineSplitter joins lines split across chunks", () => {
+  const l = new m.LineSplitter();
+  eq(l.push('{"a":1}\n{"b"'), ['{"a":1}']);
+  eq(l.push(':2}\n\n{"c":3}'), ['{"b":2}']);
+  eq(l.push("\n"), ['{"c":3}']);
+});
+
+test("windowFor: zooms end now; all spans the events", () => {
+  const now = T0 + 60 * 60000;
+  eq(m.windowFor("15m", now, []), { from: now - 15 * 60000, to: now });
+  eq(m.windowFor("24h", now, []), { from: now - 24 * 3600000, to: now });
+  const w = m.windowFor("all", now, [{ first: T0 - 10 * 3600000, last: T0 }]);
+  ok(w.from < T0 - 10 * 3600000 && w.to > now, `all covers the events and now: ${JSON.stringify(w)}`);
+});
+
+test("layoutTimeline: lanes in time order, marks, bars with count and state, related lanes", () => {
+  const events = [
+    ev({ at: 10, reason: "BackOff", type: "Warning", series: { count: 5, lastObservedTime: at(40) }, annotations: { [m.SERIES_STATE_ANNOTATION]: "ongoing" } }),
+    ev({ at: 0, reason: "Scheduled", related: { kind: "Node", name: "node-1" } }),
+    ev({ at: 5, reason: "NodeNotReady", type: "Warning", regarding: { kind: "Node", name: "node-1" }, related: { kind: "Pod", namespace: "default", name: "web-1" } }),
+    ev({ at: 20, reason: "Other", regarding: { kind: "Pod", namespace: "default", name: "other" } }),
+  ];
+  const lay = m.layoutTimeline(events, pod, { from: T0 - 60000, to: T0 + 59 * 60000, width: 600 });
+  eq(lay.lanes.map((l) => [l.reason, l.role, l.type]), [["Scheduled", "regarding", "Normal"], ["NodeNotReady", "related", "Warning"], ["BackOff", "regarding", "Warning"]]);
+  eq(lay.lanes[0].counterpart, { kind: "Node", name: "node-1" });
+  eq(lay.lanes[1].counterpart.name, "node-1", "the regarding object of an event about web-1 as related");
+  eq(lay.lanes[0].items.map((i) => i.kind), ["mark"]);
+  const bar = lay.lanes[2].items[0];
+  eq([bar.kind, bar.count, bar.state], ["bar", 5, "ongoing"]);
+  eq(Math.round(bar.x), 110, "bar starts at its first occurrence");
+  eq(Math.round(bar.w), 300, "and ends at its last");
+  eq([lay.shown, lay.hidden], [3, 0]);
+  // Warnings only.
+  const w = m.layoutTimeline(events, pod, { from: T0 - 60000, to: T0 + 59 * 60000, width: 600, warningsOnly: true });
+  eq(w.lanes.map((l) => l.reason), ["NodeNotReady", "BackOff"]);
+  eq(w.hidden, 1);
+  // Outside the window.
+  const narrow = m.layoutTimeline(events, pod, { from: T0 + 50 * 60000, to: T0 + 60 * 60000, width: 600 });
+  eq([narrow.shown, narrow.hidden], [0, 3]);
+});
+
+test("layoutTimeline merges thousands of marks into at most one per bucket, counting all", () => {
+  const events = [];
+  for (let i = 0; i < 3000; i++) events.push(ev({ at: i / 60, reason: "Pulled" })); // one a second for 50 min
+  const lay = m.layoutTimeline(events, pod, { from: T0, to: T0 + 60 * 60000, width: 800, bucketPx: 8 });
+  eq(lay.lanes.length, 1);
+  const items = lay.lanes[0].items;
+  ok(items.length <= 800 / 8 + 1, `items bounded by the width: ${items.length}`);
+  eq(items.reduce((s, i) => s + i.rows.length, 0), 3000, "every event is in one item");
+  ok(items.every((i) => i.kind === "agg"), "merged");
+  for (let i = 1; i < items.length; i++) ok(items[i].x > items[i - 1].x, "in time order");
+});
+
+test("layoutTimeline packs overlapping bars into tracks", () => {
+  const events = [0, 1, 2, 3, 4, 5].map((i) => ev({ at: i, reason: "Probe", series: { count: 2, lastObservedTime: at(i + 30) } }));
+  const lay = m.layoutTimeline(events, pod, { from: T0, to: T0 + 60 * 60000, width: 600, maxTracks: 4 });
+  const items = lay.lanes[0].items;
+  eq(items.map((i) => i.track), [0, 1, 2, 3, 3, 3]);
+  eq(lay.lanes[0].tracks, 4);
+});
+
+test("overview counts namespaces and ranks objects by Warning occurrences in the last hour", () => {
+  const now = T0 + 120 * 60000;
+  const events = [
+    ev({ ns: "a", at: 100, type: "Warning", reason: "BackOff", regarding: { kind: "Pod", namespace: "a", name: "p1" }, series: { count: 10, lastObservedTime: at(110) } }),
+    ev({ ns: "a", at: 101, type: "Warning", reason: "Failed", regarding: { kind: "Pod", namespace: "a", name: "p2" } }),
+    ev({ ns: "b", at: 10, type: "Warning", reason: "Old", regarding: { kind: "Pod", namespace: "b", name: "p3" } }),
+    ev({ ns: "b", at: 100, reason: "Started", regarding: { kind: "Pod", namespace: "b", name: "p3" } }),
+  ];
+  const o = m.overview(events, now);
+  eq(o.namespaces, [{ name: "a", events: 2, warnings: 11 }, { name: "b", events: 2, warnings: 0 }]);
+  eq(o.objects.map((x) => [x.name, x.warnings, x.reason]), [["p1", 10, "BackOff"], ["p2", 1, "Failed"]]);
+  eq(m.overview(events, now, { warningsOnly: true }).namespaces.map((x) => x.name), ["a"]);
+  eq(m.overview(events, now, { namespace: "b" }).objects, []);
+});
+
+test("the page's state round-trips through its URL, without a token", () => {
+  const s = { object: "default/Pod/web-1", zoom: "6h", warnings: true, namespace: "", event: "uid-1" };
+  const url = m.stateToURL(s);
+  eq(url, "?object=default%2FPod%2Fweb-1&zoom=6h&warnings=1&event=uid-1");
+  eq(m.stateFromURL(url), s);
+  eq(m.stateFromURL("?zoom=bogus").zoom, m.DEFAULT_ZOOM);
+  eq(m.stateToURL({ object: "", zoom: "1h", namespace: "kube-system" }), "?ns=kube-system");
+});
+
+test("timeTicks label round times inside the window", () => {
+  const ticks = m.timeTicks(T0, T0 + 60 * 60000, 600);
+  ok(ticks.length >= 2 && ticks.length <= 7, `tick count ${ticks.length}`);
+  eq(ticks[0].label, "10:00");
+  ok(ticks.every((t) => t.x >= 0 && t.x <= 600), "inside");
+});
+
+// Run them.
+const results = [];
+for (const t of tests) {
+  try {
+    await t.fn();
+    results.push({ name: t.name, error: "" });
+  } catch (e) {
+    results.push({ name: t.name, error: String(e && e.stack ? e.stack : e) });
+  }
+}
+document.getElementById("out").textContent = results.map((r) => `${r.error ? "FAIL" : "ok  "} ${r.name}${r.error ? "\n  " + r.error : ""}`).join("\n");
+window.testResults = { done: true, results };
