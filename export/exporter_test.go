@@ -536,3 +536,19 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		t.Errorf("sent again after %v, the destination asked for 20s", gap)
 	}
 }
+
+// TestCursorZeroResumesFromOrigin: a sink created on an empty store has
+// cursor 0; after a restart it still gets every change made since, not
+// only those after the restart.
+func TestCursorZeroResumesFromOrigin(t *testing.T) {
+	e := newEnv(t, pebblestore.Options{})
+	stop := e.start(export.SinkSpec{Name: "s", Sink: &export.FakeSink{}})
+	e.until("the cursor", func() bool { return e.store.cursor("s") == 0 })
+	stop()
+	for range 3 {
+		e.create("default", corev1.EventTypeNormal, "While down")
+	}
+	sink := &export.FakeSink{}
+	e.start(export.SinkSpec{Name: "s", Sink: sink})
+	e.until("the three changes", func() bool { return len(sink.Records()) == 3 })
+}

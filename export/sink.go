@@ -74,7 +74,7 @@ func (r *sinkRunner) run(ctx context.Context) {
 	b := &batcher{consumed: cursor}
 	defer b.stopTimer()
 	for attempt := 1; ctx.Err() == nil; {
-		w, err := r.e.opts.Store.Watch(ctx, storage.WatchOptions{Revision: b.consumed, ProgressInterval: progressInterval})
+		w, err := r.e.opts.Store.Watch(ctx, storage.WatchOptions{Revision: b.consumed, FromOrigin: true, ProgressInterval: progressInterval})
 		if err != nil {
 			if errors.Is(err, storage.ErrCompacted) {
 				if !r.flush(ctx, b) || !r.lose(ctx, b) {
@@ -223,8 +223,11 @@ func (r *sinkRunner) loadCursor(ctx context.Context) (int64, bool) {
 				return c, true
 			}
 			c = r.e.opts.Store.Revision()
+			if !r.saveCursor(ctx, c, true) {
+				return 0, false
+			}
 			r.log.Info("export: new sink: exporting changes after the store's current revision", "revision", c)
-			return c, r.saveCursor(ctx, c, true)
+			return c, true
 		}
 		if ctx.Err() != nil {
 			return 0, false

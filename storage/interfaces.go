@@ -184,8 +184,13 @@ type WriteOptions struct {
 type WatchOptions struct {
 	Selector
 	// Revision: changes after this revision are delivered. 0 means from
-	// now on.
+	// now on, unless FromOrigin is set.
 	Revision int64
+	// FromOrigin, with Revision 0, delivers the changes after revision 0:
+	// every change since the store's first, as far as its history still
+	// has them (ErrCompacted when it no longer has the first). A consumer
+	// whose cursor is 0 (it started on an empty store) resumes with it.
+	FromOrigin bool
 	// SendInitialEvents delivers the current state as ADDED events first,
 	// then changes after the revision of that state. With it, Revision > 0
 	// is a lower bound on that state's revision: Watch fails with

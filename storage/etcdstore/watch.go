@@ -85,7 +85,7 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 			return nil, fmt.Errorf("initial events at revision %d, current %d: %w", opts.Revision, res.Revision, storage.ErrFutureRevision)
 		}
 		initial, start = res.Items, res.Revision
-	case start == 0:
+	case start == 0 && !opts.FromOrigin:
 		resp, err := s.get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil {
 			cancel()

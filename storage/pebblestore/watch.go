@@ -213,7 +213,7 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 			return nil, fmt.Errorf("initial events at revision %d, current %d: %w", opts.Revision, v.rev, storage.ErrFutureRevision)
 		}
 		initial, w.next = v, v.rev+1
-	case opts.Revision > 0:
+	case opts.Revision > 0 || opts.FromOrigin:
 		if opts.Revision+1 < s.oldestRev.Load() {
 			return nil, fmt.Errorf("revision %d: %w", opts.Revision, storage.ErrCompacted)
 		}

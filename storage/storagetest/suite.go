@@ -90,6 +90,7 @@ func Run(t *testing.T, h Harness) {
 		{"TTL", testTTL},
 		{"Reopen", testReopen},
 		{"WatchResumeShortLived", testWatchResumeShortLived},
+		{"WatchFromOrigin", testWatchFromOrigin},
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"Cursors", testCursors},
 		{"CursorsReopen", testCursorsReopen},
@@ -1163,5 +1164,57 @@ func testConcurrentWrites(t *testing.T, h Harness) {
 	}
 	if got.Count != 1+writers*each {
 		t.Fatalf("count %d, want %d: lost updates", got.Count, 1+writers*each)
+	}
+}
+
+// testWatchFromOrigin: a watch with FromOrigin and Revision 0 delivers
+// every change since the store's first, after a reopen too; without it,
+// revision 0 is "from now on".
+func testWatchFromOrigin(t *testing.T, h Harness) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second, HistoryWindow: suiteHistoryWindow}
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := h.Open(t, dir, opts)
+	for _, n := range []string{"a", "b", "c"} {
+		if _, err := s.Create(ctx, ev("default", n), storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = h.Open(t, dir, opts)
+	defer s.Close()
+	w, err := s.Watch(ctx, storage.WatchOptions{FromOrigin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for _, want := range []string{"a", "b", "c"} {
+		select {
+		case e := <-w.ResultChan():
+			if e.Type != watch.Added || e.Object == nil || e.Object.Name != want {
+				t.Fatalf("got %s %v, want ADDED %s", e.Type, e.Object, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no ADDED %s from the origin", want)
+		}
+	}
+	now, err := s.Watch(ctx, storage.WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer now.Stop()
+	if _, err := s.Create(ctx, ev("default", "d"), storage.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-now.ResultChan():
+		if e.Object == nil || e.Object.Name != "d" {
+			t.Fatalf("a watch from now got %s %v first, want d", e.Type, e.Object)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a watch from now got nothing")
 	}
 }
