@@ -306,6 +306,7 @@ func runExportBench(ctx context.Context, cfg exportBenchConfig) (rep *exportRepo
 			if err != nil {
 				return rep, err
 			}
+			cfg.logf("eventsd at %s", ev.URL)
 			res, err := runCreate(ctx, createConfig{Server: ev.URL, Clients: cfg.Clients, Duration: cfg.Duration, Warmup: cfg.Warmup,
 				Namespaces: 10, Objects: 1000, PID: ev.pid(), PodPrefix: "pod", Wire: wireProtobuf})
 			if serr := ev.stop(); err == nil {

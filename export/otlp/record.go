@@ -140,30 +140,52 @@ func (*collector) ForceFlush(context.Context) error { return nil }
 // set of attributes, and event messages are bounded by the API server.
 const unlimited = -1
 
-// buildRecords turns batch into SDK log records, in batch order. The SDK
-// fixes a record's resource by its LoggerProvider, so there is one
-// provider (and logger) per distinct resource in the batch; providers
-// hold no goroutines or connections, and are dropped with the batch.
-func buildRecords(batch []export.Record, scopeVersion string) []sdklog.Record {
-	coll := &collector{records: make([]sdklog.Record, 0, len(batch))}
-	loggers := make(map[attribute.Distinct]otellog.Logger)
+// maxLoggers bounds the loggers a sink keeps between batches: one per
+// distinct resource (node and involved object), so that the events of the
+// objects that produce most of them (a crashlooping pod's count changes)
+// reuse theirs. Past it the cache is emptied and refilled.
+const maxLoggers = 4096
+
+// recordBuilder turns batches into SDK log records. The SDK fixes a
+// record's resource by its LoggerProvider, so there is one provider (and
+// logger) per distinct resource; providers hold no goroutines or
+// connections, and are kept between batches (up to maxLoggers), since
+// building one costs more than the records it emits. Not safe for
+// concurrent use (a sink's Send is never called concurrently).
+type recordBuilder struct {
+	coll    collector
+	loggers map[attribute.Distinct]otellog.Logger
+	version string
+}
+
+func newRecordBuilder(scopeVersion string) *recordBuilder {
+	return &recordBuilder{loggers: make(map[attribute.Distinct]otellog.Logger), version: scopeVersion}
+}
+
+// build returns batch's records, in batch order, valid until the next
+// call.
+func (b *recordBuilder) build(batch []export.Record) []sdklog.Record {
+	b.coll.records = b.coll.records[:0]
 	// Records are built, not logged: no trace context belongs on them.
 	ctx := context.Background()
 	for i := range batch {
 		res := resourceOf(batch[i].Event)
 		key := res.Equivalent()
-		lg, ok := loggers[key]
+		lg, ok := b.loggers[key]
 		if !ok {
+			if len(b.loggers) >= maxLoggers {
+				clear(b.loggers)
+			}
 			lp := sdklog.NewLoggerProvider(
 				sdklog.WithResource(res),
-				sdklog.WithProcessor(coll),
+				sdklog.WithProcessor(&b.coll),
 				sdklog.WithAttributeCountLimit(unlimited),
 				sdklog.WithAttributeValueLengthLimit(unlimited),
 			)
-			lg = lp.Logger(ScopeName, otellog.WithInstrumentationVersion(scopeVersion))
-			loggers[key] = lg
+			lg = lp.Logger(ScopeName, otellog.WithInstrumentationVersion(b.version))
+			b.loggers[key] = lg
 		}
 		lg.Emit(ctx, logRecordOf(&batch[i]))
 	}
-	return coll.records
+	return b.coll.records
 }

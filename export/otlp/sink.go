@@ -40,7 +40,7 @@ type Options struct {
 // implements export.Sink.
 type Sink struct {
 	exporter sdklog.Exporter
-	version  string
+	builder  *recordBuilder
 	// target names the collector in errors.
 	target string
 	// transport is the HTTP transport the sink created (nil for grpc),
@@ -73,7 +73,7 @@ func New(cfg Config, opts Options) (*Sink, error) {
 			return nil, fmt.Errorf("otlp sink: %w", err)
 		}
 	}
-	s := &Sink{version: opts.Version, target: cfg.Endpoint}
+	s := &Sink{builder: newRecordBuilder(opts.Version), target: cfg.Endpoint}
 	// The exporters fall back to OTEL_EXPORTER_OTLP_* environment
 	// variables for every option not given; every option that matters is
 	// given, so that the configuration file alone decides.
@@ -185,7 +185,7 @@ func (s *Sink) Send(ctx context.Context, batch []export.Record) error {
 		return fmt.Errorf("otlp sink %s: %w", s.target, err)
 	}
 	out := &outcome{}
-	err := s.exporter.Export(context.WithValue(ctx, outcomeKey{}, out), buildRecords(batch, s.version))
+	err := s.exporter.Export(context.WithValue(ctx, outcomeKey{}, out), s.builder.build(batch))
 	return s.classify(out, len(batch), err)
 }
 
