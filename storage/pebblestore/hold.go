@@ -104,3 +104,16 @@ func (s *Store) initialHold() (int64, error) {
 	}
 	return oldest, it.Error()
 }
+
+// logHoldCut logs, rate-limited, that the change-log cap with a storage
+// budget trims history a hold would keep (from held to keptFrom).
+func (s *Store) logHoldCut(held, keptFrom int64) {
+	h := &s.hold
+	if h.limitLog == nil {
+		h.limitLog = ratelog.New(s.clock, holdLimitLogInterval)
+	}
+	if ok, suppressed := h.limitLog.Allow(); ok {
+		s.log.Warn("pebblestore: with a storage budget the change log keeps at most HistoryMaxEvents changes, whatever a hold asks; a consumer resuming from the held revision will find it compacted",
+			"heldFrom", held, "keptFrom", keptFrom, "historyMaxEvents", s.opts.HistoryMaxEvents, "suppressed", suppressed)
+	}
+}

@@ -77,3 +77,38 @@ func TestHoldFromCursorsAtOpen(t *testing.T) {
 		step()
 	}
 }
+
+// TestBudgetCapsHeldHistory: with a storage budget, a hold no longer
+// overrides HistoryMaxEvents, so that a stalled export sink cannot make
+// the change log fill the disk; without one it does.
+func TestBudgetCapsHeldHistory(t *testing.T) {
+	for _, budget := range []int64{0, 1 << 30} {
+		clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		s, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: vfs.NewMem(), Clock: clk, HistoryMaxEvents: 10,
+			MaxBytes: budget, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		s.HoldHistory(1)
+		for i := 0; i < 5000; i++ {
+			if _, err := s.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("e%04d", i)}, Reason: "R"}, storage.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 0; i < 40; i++ {
+			clk.Step(time.Minute)
+			time.Sleep(5 * time.Millisecond)
+		}
+		oldest := s.Stats().OldestRevision
+		if budget == 0 && oldest > 2 {
+			t.Errorf("no budget: the log was trimmed to %d past the hold at 1", oldest)
+		}
+		if budget > 0 && oldest <= 2 {
+			t.Errorf("budget: the held log was kept from %d, beyond HistoryMaxEvents (10) of 5000 changes", oldest)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -138,10 +138,19 @@ func (s *Store) trim(now time.Time, cps []checkpoint, lastTrim time.Time) ([]che
 	if i > 0 {
 		cps = cps[i-1:] // keep the newest checkpoint at or before the cutoff
 	}
-	if capped := s.Revision() - s.opts.HistoryMaxEvents + 1; capped > keepFrom {
+	capped := s.Revision() - s.opts.HistoryMaxEvents + 1
+	if capped > keepFrom {
 		keepFrom = capped
 	}
 	keepFrom = s.heldKeepFrom(now, keepFrom)
+	if s.opts.MaxBytes > 0 && capped > keepFrom {
+		// With a storage budget the change log stays within
+		// HistoryMaxEvents even for a hold: the budget bounds the
+		// events, the cap the log, so that the disk cannot fill while
+		// an export sink is away. The sink finds the rest compacted.
+		s.logHoldCut(keepFrom, capped)
+		keepFrom = capped
+	}
 	oldest := s.oldestRev.Load()
 	if keepFrom <= oldest {
 		return cps, lastTrim
