@@ -106,4 +106,3 @@ func TestBudgetReplicas(t *testing.T) {
 	}
 	t.Logf("expired early: %d by a, %d by b", a.BudgetExpirations(), b.BudgetExpirations())
 }
-
