@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/internal/configfile"
-	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -84,11 +83,8 @@ func (c *Configuration) Validate() field.ErrorList {
 // "any".
 func Decode(data []byte) (*Configuration, error) {
 	c := &Configuration{}
-	if err := configfile.Decode(data, c, func() metav1.TypeMeta { return c.TypeMeta }, ConfigurationAPIVersion, ConfigurationKind); err != nil {
+	if err := configfile.DecodeValid(data, c, func() metav1.TypeMeta { return c.TypeMeta }, ConfigurationAPIVersion, ConfigurationKind); err != nil {
 		return nil, err
-	}
-	if errs := c.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid %s: %w", ConfigurationKind, errs.ToAggregate())
 	}
 	return c, nil
 }
@@ -96,15 +92,12 @@ func Decode(data []byte) (*Configuration, error) {
 // LoadFile reads and decodes the configuration file at path; its errors
 // name the file.
 func LoadFile(path string) (*Configuration, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("retention config: %w", err)
-	}
-	c, err := Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("retention config %s: %w", path, err)
-	}
-	return c, nil
+	var c *Configuration
+	err := configfile.Load(path, "retention config", func(data []byte) (err error) {
+		c, err = Decode(data)
+		return err
+	})
+	return c, err
 }
 
 // Policy chooses the TTL of each event write; build it with NewPolicy.

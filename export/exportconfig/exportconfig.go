@@ -7,7 +7,6 @@ package exportconfig
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/kubevents/kubevents/export"
 	"github.com/kubevents/kubevents/export/file"
@@ -136,11 +135,8 @@ func (c *Configuration) Validate() field.ErrorList {
 // and duplicate fields are errors.
 func Decode(data []byte) (*Configuration, error) {
 	c := &Configuration{}
-	if err := configfile.Decode(data, c, func() metav1.TypeMeta { return c.TypeMeta }, ConfigurationAPIVersion, ConfigurationKind); err != nil {
+	if err := configfile.DecodeValid(data, c, func() metav1.TypeMeta { return c.TypeMeta }, ConfigurationAPIVersion, ConfigurationKind); err != nil {
 		return nil, err
-	}
-	if errs := c.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid %s: %w", ConfigurationKind, errs.ToAggregate())
 	}
 	return c, nil
 }
@@ -148,15 +144,12 @@ func Decode(data []byte) (*Configuration, error) {
 // LoadFile reads and decodes the configuration file at path; its errors
 // name the file.
 func LoadFile(path string) (*Configuration, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("export config: %w", err)
-	}
-	c, err := Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("export config %s: %w", path, err)
-	}
-	return c, nil
+	var c *Configuration
+	err := configfile.Load(path, "export config", func(data []byte) (err error) {
+		c, err = Decode(data)
+		return err
+	})
+	return c, err
 }
 
 // BuildOptions are what the sinks need beyond the file.

@@ -6,8 +6,10 @@ package configfile
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -33,6 +35,36 @@ func Decode(data []byte, into any, typeMeta func() metav1.TypeMeta, apiVersion, 
 	if tm := typeMeta(); tm.APIVersion != apiVersion || tm.Kind != kind {
 		return fmt.Errorf("decoding %s: want apiVersion %s, kind %s; found apiVersion %q, kind %q",
 			kind, apiVersion, kind, tm.APIVersion, tm.Kind)
+	}
+	return nil
+}
+
+// Validator is a decoded configuration that checks itself.
+type Validator interface {
+	Validate() field.ErrorList
+}
+
+// DecodeValid is Decode followed by into's Validate: the errors of both
+// name kind.
+func DecodeValid(data []byte, into Validator, typeMeta func() metav1.TypeMeta, apiVersion, kind string) error {
+	if err := Decode(data, into, typeMeta, apiVersion, kind); err != nil {
+		return err
+	}
+	if errs := into.Validate(); len(errs) > 0 {
+		return fmt.Errorf("invalid %s: %w", kind, errs.ToAggregate())
+	}
+	return nil
+}
+
+// Load reads the file at path and hands its bytes to decode; errors say
+// what the file is ("retention config") and, once read, its path.
+func Load(path, what string, decode func([]byte) error) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := decode(data); err != nil {
+		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
 	return nil
 }
