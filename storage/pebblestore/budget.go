@@ -141,13 +141,7 @@ func (s *Store) enforceBudget() {
 		if len(ops) == 0 {
 			break
 		}
-		pending := make([]*op, 0, len(ops))
-		for _, o := range ops {
-			if s.enqueue(o) != nil {
-				break
-			}
-			pending = append(pending, o)
-		}
+		pending := s.enqueueAll(ops)
 		unavailable := false
 		for _, o := range pending {
 			<-o.done

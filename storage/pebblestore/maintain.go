@@ -67,13 +67,7 @@ func (s *Store) expire(now time.Time) {
 		if len(ops) == 0 {
 			return
 		}
-		pending := make([]*op, 0, len(ops))
-		for _, o := range ops {
-			if s.enqueue(o) != nil {
-				break
-			}
-			pending = append(pending, o)
-		}
+		pending := s.enqueueAll(ops)
 		unavailable := false
 		for _, o := range pending {
 			<-o.done
@@ -83,6 +77,19 @@ func (s *Store) expire(now time.Time) {
 			return // next round; when the store cannot write, after the next tick
 		}
 	}
+}
+
+// enqueueAll queues ops without waiting for their outcomes, stopping at
+// the first the store refuses (it is closing), and returns those queued.
+func (s *Store) enqueueAll(ops []*op) []*op {
+	pending := make([]*op, 0, len(ops))
+	for _, o := range ops {
+		if s.enqueue(o) != nil {
+			break
+		}
+		pending = append(pending, o)
+	}
+	return pending
 }
 
 // enqueue queues o without waiting for its outcome.
