@@ -10,6 +10,8 @@ import (
 	"golang.org/x/net/http/httpguts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubevents/kubevents/export/sinktls"
 )
 
 // Protocols the sink speaks.
@@ -58,21 +60,9 @@ type Config struct {
 	Timeout metav1.Duration `json:"timeout,omitempty"`
 }
 
-// TLSConfig configures the TLS client of a sink, as kubeconfig's cluster
-// and user TLS fields do. Files are PEM and read when the sink is created.
-type TLSConfig struct {
-	// CAFile holds the certificates that verify the collector; empty
-	// means the system's roots.
-	CAFile string `json:"caFile,omitempty"`
-	// CertFile and KeyFile are the client certificate and its key, for
-	// collectors that require mutual TLS. Both or neither.
-	CertFile string `json:"certFile,omitempty"`
-	// KeyFile is CertFile's private key.
-	KeyFile string `json:"keyFile,omitempty"`
-	// ServerName overrides the name the collector's certificate is
-	// verified against (default: the endpoint's host).
-	ServerName string `json:"serverName,omitempty"`
-}
+// TLSConfig configures the TLS client of a sink when Insecure is false:
+// the tls block all sinks share.
+type TLSConfig = sinktls.Config
 
 // protocol returns the configured protocol, defaulted.
 func (c *Config) protocol() string {
@@ -139,13 +129,7 @@ func (c *Config) Validate(fldPath *field.Path) field.ErrorList {
 		if plaintext {
 			errs = append(errs, field.Forbidden(tp, "tls cannot be set when sending without TLS (insecure, or an http:// endpoint)"))
 		}
-		if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-			if c.TLS.CertFile == "" {
-				errs = append(errs, field.Required(tp.Child("certFile"), "keyFile is set"))
-			} else {
-				errs = append(errs, field.Required(tp.Child("keyFile"), "certFile is set"))
-			}
-		}
+		errs = append(errs, c.TLS.Validate(tp)...)
 	}
 
 	if c.Timeout.Duration < 0 {

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
@@ -69,7 +67,7 @@ func New(cfg Config, opts Options) (*Sink, error) {
 	var tlsCfg *tls.Config
 	if cfg.TLS != nil || !cfg.Insecure {
 		var err error
-		if tlsCfg, err = clientTLS(cfg.TLS); err != nil {
+		if tlsCfg, err = cfg.TLS.ClientConfig(); err != nil {
 			return nil, fmt.Errorf("otlp sink: %w", err)
 		}
 	}
@@ -119,34 +117,6 @@ func New(cfg Config, opts Options) (*Sink, error) {
 		return nil, fmt.Errorf("otlp sink: creating the %s exporter for %s: %w", cfg.protocol(), cfg.Endpoint, err)
 	}
 	return s, nil
-}
-
-// clientTLS builds the TLS client configuration from c (nil: defaults).
-func clientTLS(c *TLSConfig) (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if c == nil {
-		return cfg, nil
-	}
-	cfg.ServerName = c.ServerName
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls.caFile: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("tls.caFile: no PEM certificate in %s", c.CAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	if c.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("tls.certFile, tls.keyFile: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
 }
 
 // HTTP transport settings: those of net/http's DefaultTransport.

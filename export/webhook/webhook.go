@@ -38,7 +38,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +58,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubevents/kubevents/export"
+	"github.com/kubevents/kubevents/export/sinktls"
 )
 
 // Formats of Config.Format.
@@ -129,28 +129,8 @@ type Config struct {
 	MaxTextBytes int `json:"maxTextBytes,omitempty"`
 }
 
-// TLSConfig configures https connections. Files are PEM.
-type TLSConfig struct {
-	// CAFile holds the certificates that verify the server's; default
-	// the system's roots.
-	CAFile string `json:"caFile,omitempty"`
-	// CertFile and KeyFile are the client certificate and its key, for
-	// servers that ask for one. Both or neither. They are loaded by New
-	// and loaded again, at most once a second, when a connection is
-	// made, so rotated files are picked up.
-	CertFile string `json:"certFile,omitempty"`
-	KeyFile  string `json:"keyFile,omitempty"`
-	// ServerName is the name the server's certificate is verified
-	// against (and sent in SNI), instead of the URL's host.
-	ServerName string `json:"serverName,omitempty"`
-	// InsecureSkipVerify does not verify the server's certificate. For
-	// tests only; not with CAFile.
-	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
-}
-
-func (t TLSConfig) isSet() bool {
-	return t != TLSConfig{}
-}
+// TLSConfig configures https connections: the tls block all sinks share.
+type TLSConfig = sinktls.Config
 
 // reservedHeaders are set by the sink or by net/http.
 var reservedHeaders = []string{"Content-Type", "Content-Length", "Host", "Transfer-Encoding", "Connection", "Idempotency-Key"}
@@ -169,7 +149,7 @@ func (cfg Config) Validate(path *field.Path) field.ErrorList {
 		} else if u.Host == "" {
 			errs = append(errs, field.Invalid(up, redact(cfg.URL), "has no host"))
 		}
-		if u.Scheme == "http" && cfg.TLS.isSet() {
+		if u.Scheme == "http" && cfg.TLS.IsSet() {
 			errs = append(errs, field.Invalid(path.Child("tls"), "", "TLS settings need an https URL"))
 		}
 	}
@@ -194,13 +174,7 @@ func (cfg Config) Validate(path *field.Path) field.ErrorList {
 	if cfg.BearerToken != "" && cfg.BearerTokenFile != "" {
 		errs = append(errs, field.Forbidden(path.Child("bearerTokenFile"), "bearerToken and bearerTokenFile may not both be set"))
 	}
-	tp := path.Child("tls")
-	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
-		errs = append(errs, field.Invalid(tp, "", "certFile and keyFile go together"))
-	}
-	if cfg.TLS.InsecureSkipVerify && cfg.TLS.CAFile != "" {
-		errs = append(errs, field.Forbidden(tp.Child("insecureSkipVerify"), "not with caFile"))
-	}
+	errs = append(errs, cfg.TLS.Validate(path.Child("tls"))...)
 	if cfg.Timeout.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("timeout"), cfg.Timeout.Duration.String(), "must not be negative"))
 	}
@@ -279,24 +253,9 @@ func New(cfg Config, opts Options) (*Sink, error) {
 	s.headers.Set("Content-Type", "application/json")
 	s.headers.Set("User-Agent", opts.UserAgent)
 
-	tc := &transport.Config{TLS: transport.TLSConfig{
-		CAFile:         cfg.TLS.CAFile,
-		CertFile:       cfg.TLS.CertFile,
-		KeyFile:        cfg.TLS.KeyFile,
-		ReloadTLSFiles: cfg.TLS.CertFile != "",
-		ServerName:     cfg.TLS.ServerName,
-		Insecure:       cfg.TLS.InsecureSkipVerify,
-	}}
-	tlsConfig, err := transport.TLSConfigFor(tc)
+	tlsConfig, err := cfg.TLS.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("webhook sink %s: tls: %w", s.target, err)
-	}
-	if cfg.TLS.CertFile != "" {
-		// TLSConfigFor loaded the files; with reloading on it checks
-		// the pair only at the first handshake, so check it now.
-		if _, err := tls.X509KeyPair(tc.TLS.CertData, tc.TLS.KeyData); err != nil {
-			return nil, fmt.Errorf("webhook sink %s: tls certFile %s and keyFile %s: %w", s.target, cfg.TLS.CertFile, cfg.TLS.KeyFile, err)
-		}
+		return nil, fmt.Errorf("webhook sink %s: %w", s.target, err)
 	}
 	dialer := &net.Dialer{Timeout: s.timeout, KeepAlive: 30 * time.Second}
 	s.transport = &http.Transport{

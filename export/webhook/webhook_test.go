@@ -468,7 +468,7 @@ func TestValidate(t *testing.T) {
 		{"reserved header", webhook.Config{URL: "http://x", Headers: map[string]string{"content-type": "text/plain"}}, "webhook.headers[content-type]"},
 		{"authorization and token", webhook.Config{URL: "http://x", BearerToken: "t", Headers: map[string]string{"Authorization": "Basic x"}}, "webhook.headers[Authorization]"},
 		{"two tokens", webhook.Config{URL: "http://x", BearerToken: "t", BearerTokenFile: "f"}, "webhook.bearerTokenFile"},
-		{"cert without key", webhook.Config{URL: "https://x", TLS: webhook.TLSConfig{CertFile: "c"}}, "webhook.tls"},
+		{"cert without key", webhook.Config{URL: "https://x", TLS: webhook.TLSConfig{CertFile: "c"}}, "webhook.tls.keyFile"},
 		{"insecure with CA", webhook.Config{URL: "https://x", TLS: webhook.TLSConfig{CAFile: "c", InsecureSkipVerify: true}}, "webhook.tls.insecureSkipVerify"},
 		{"negative timeout", webhook.Config{URL: "https://x", Timeout: metav1.Duration{Duration: -time.Second}}, "webhook.timeout"},
 		{"format", webhook.Config{URL: "https://x", Format: "xml"}, "webhook.format"},
