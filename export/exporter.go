@@ -203,7 +203,7 @@ func (e *Exporter) Run(ctx context.Context) error {
 					return nil
 				}
 				e.log.Warn("export: cannot run for leadership; trying again", "err", err)
-				if !e.sleep(ctx, sinkretry.Policy{Initial: e.opts.MinBackoff, Max: e.opts.MaxBackoff}.WithDefaults().Delay(attempt, nil)) {
+				if !e.sleep(ctx, e.backoff(attempt, nil)) {
 					return nil
 				}
 				attempt++
@@ -234,6 +234,15 @@ func (e *Exporter) runSinks(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// backoff is the wait after the failed attempt number attempt: doubling
+// from MinBackoff to MaxBackoff with jitter, and at least what the sink's
+// destination asked for (export.RetryAfter of err, as the webhook sink's
+// answers to 429 and 503 carry), up to MaxBackoff.
+func (e *Exporter) backoff(attempt int, err error) time.Duration {
+	d := sinkretry.Policy{Initial: e.opts.MinBackoff, Max: e.opts.MaxBackoff}.WithDefaults().Delay(attempt, err)
+	return max(d, min(RetryAfter(err), e.opts.MaxBackoff))
 }
 
 // sleep waits d on the clock; false when ctx ended first.

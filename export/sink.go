@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kubevents/kubevents/internal/ratelog"
-	"github.com/kubevents/kubevents/internal/sinkretry"
 	"github.com/kubevents/kubevents/storage"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -86,7 +85,7 @@ func (r *sinkRunner) run(ctx context.Context) {
 				return
 			}
 			r.warn(r.sendLog, "export: cannot watch the store; trying again", "err", err)
-			if !r.e.sleep(ctx, r.backoff(attempt, nil)) {
+			if !r.e.sleep(ctx, r.e.backoff(attempt, nil)) {
 				return
 			}
 			attempt++
@@ -177,7 +176,7 @@ func (r *sinkRunner) flush(ctx context.Context, b *batcher) bool {
 			}
 		}
 		r.m.retries.Inc()
-		d := r.backoff(attempt, err)
+		d := r.e.backoff(attempt, err)
 		r.warn(r.sendLog, "export: sending a batch failed; sending it again", "records", len(batch), "attempt", attempt, "retryIn", d, "err", err)
 		if !r.e.sleep(ctx, d) {
 			return false
@@ -202,7 +201,7 @@ func (r *sinkRunner) lose(ctx context.Context, b *batcher) bool {
 		to = r.e.opts.Store.Revision()
 	}
 	if to <= from {
-		return r.e.sleep(ctx, r.backoff(1, nil))
+		return r.e.sleep(ctx, r.e.backoff(1, nil))
 	}
 	r.m.lostHistory.Add(float64(to - from))
 	r.log.Error("export: changes lost: the store's history no longer reaches back to the sink's cursor; resuming at the oldest kept revision",
@@ -233,7 +232,7 @@ func (r *sinkRunner) loadCursor(ctx context.Context) (int64, bool) {
 			return 0, false
 		}
 		r.warn(r.saveLog, "export: cannot read the sink's cursor; trying again", "err", err)
-		if !r.e.sleep(ctx, r.backoff(attempt, nil)) {
+		if !r.e.sleep(ctx, r.e.backoff(attempt, nil)) {
 			return 0, false
 		}
 	}
@@ -259,20 +258,10 @@ func (r *sinkRunner) saveCursor(ctx context.Context, rev int64, mustSave bool) b
 			r.lastSave = r.e.opts.Clock.Now()
 			return true
 		}
-		if !r.e.sleep(ctx, r.backoff(attempt, nil)) {
+		if !r.e.sleep(ctx, r.e.backoff(attempt, nil)) {
 			return false
 		}
 	}
-}
-
-// backoff is the wait after the failed attempt number attempt: doubling
-// from MinBackoff to MaxBackoff with jitter, and at least what the sink's
-// destination asked for (an error in err's chain with a RetryAfter()
-// time.Duration method, as the webhook sink's answers to 429 and 503
-// have), up to MaxBackoff.
-func (r *sinkRunner) backoff(attempt int, err error) time.Duration {
-	d := sinkretry.Policy{Initial: r.e.opts.MinBackoff, Max: r.e.opts.MaxBackoff}.WithDefaults().Delay(attempt, err)
-	return max(d, min(RetryAfter(err), r.e.opts.MaxBackoff))
 }
 
 // warn logs at most once per logInterval per limiter, with the count of

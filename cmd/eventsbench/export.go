@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -141,11 +140,7 @@ over gRPC, and for the file sink the file itself):
 			if rep != nil {
 				printExportReport(cmd.OutOrStdout(), rep)
 				if cfg.Out != "" {
-					b, merr := json.MarshalIndent(rep, "", "  ")
-					if merr == nil {
-						merr = os.WriteFile(cfg.Out, append(b, '\n'), 0o644)
-					}
-					err = errors.Join(err, merr)
+					err = errors.Join(err, writeReport(cfg.Out, rep))
 				}
 			}
 			return err
@@ -244,11 +239,6 @@ func writeExportConfig(path string, sinks ...string) error {
 	return os.WriteFile(path, []byte("apiVersion: eventsd.kubevents.io/v1alpha1\nkind: ExportConfiguration\nsinks:\n"+strings.Join(sinks, "")), 0o600)
 }
 
-func startEventsdArgs(ctx context.Context, bin, dataDir string, extra ...string) (*child, error) {
-	return startChild(ctx, "eventsd", bin,
-		append([]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--event-ttl", "24h"}, extra...), eventsdURLRE, "/readyz")
-}
-
 // runExportBench runs the three measurements. The report it returns (also
 // with an error) holds what was measured until then.
 func runExportBench(ctx context.Context, cfg exportBenchConfig) (rep *exportReport, err error) {
@@ -302,7 +292,7 @@ func runExportBench(ctx context.Context, cfg exportBenchConfig) (rep *exportRepo
 				extra = []string{"--export-config", two}
 			}
 			cfg.logf("cost round %d: %d clients, sinks %v", round, cfg.Clients, with)
-			ev, err := startEventsdArgs(ctx, bin, newDir(), extra...)
+			ev, err := startEventsd(ctx, bin, newDir(), extra...)
 			if err != nil {
 				return rep, err
 			}
@@ -363,7 +353,7 @@ func (cfg *exportBenchConfig) drain(ctx context.Context, bin, dir string, sinks 
 	}
 	data := filepath.Join(dir, "data")
 	// The sink starts: its cursor is the store's (empty) revision.
-	ev, err := startEventsdArgs(ctx, bin, data, "--export-config", config)
+	ev, err := startEventsd(ctx, bin, data, "--export-config", config)
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +368,7 @@ func (cfg *exportBenchConfig) drain(ctx context.Context, bin, dir string, sinks 
 	}
 	// The backlog, written with export off.
 	cfg.logf("drain %s: creating %d events with export off", typ, cfg.Backlog)
-	if ev, err = startEventsdArgs(ctx, bin, data); err != nil {
+	if ev, err = startEventsd(ctx, bin, data); err != nil {
 		return nil, err
 	}
 	if err := createN(ctx, ev.URL, cfg.Backlog, nil); err != nil {
@@ -401,7 +391,7 @@ func (cfg *exportBenchConfig) drain(ctx context.Context, bin, dir string, sinks 
 	}
 	cfg.logf("drain %s: exporting the backlog", typ)
 	t0 := time.Now()
-	if ev, err = startEventsdArgs(ctx, bin, data, "--export-config", config); err != nil {
+	if ev, err = startEventsd(ctx, bin, data, "--export-config", config); err != nil {
 		return nil, err
 	}
 	defer ev.stop()
@@ -485,7 +475,7 @@ func pacedCreates(ctx context.Context, server string, n, rate int, ack func(key 
 // lag measures each sink's delivery lag under cfg.Rate creates/s.
 func (cfg *exportBenchConfig) lag(ctx context.Context, bin, dir string, sinks *exportSinks, config string) ([]lagResult, error) {
 	cfg.logf("lag: %d creates/s for %v, exporting to the webhook and OTLP sinks", cfg.Rate, cfg.LagDuration)
-	ev, err := startEventsdArgs(ctx, bin, dir, "--export-config", config)
+	ev, err := startEventsd(ctx, bin, dir, "--export-config", config)
 	if err != nil {
 		return nil, err
 	}

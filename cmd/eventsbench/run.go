@@ -411,9 +411,11 @@ func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
 	return rep, nil
 }
 
-func startEventsd(ctx context.Context, bin, dataDir string) (*child, error) {
+// startEventsd starts eventsd on a free loopback port over dataDir, with
+// --event-ttl=24h and the extra flags.
+func startEventsd(ctx context.Context, bin, dataDir string, extra ...string) (*child, error) {
 	return startChild(ctx, "eventsd", bin,
-		[]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--event-ttl", "24h"}, eventsdURLRE, "/readyz")
+		append([]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--event-ttl", "24h"}, extra...), eventsdURLRE, "/readyz")
 }
 
 // createTarget is a server the create benchmark runs against.
@@ -772,7 +774,8 @@ func goals(rep *runReport, cfg runConfig) []goalCheck {
 	return gs
 }
 
-func writeReport(path string, rep *runReport) error {
+// writeReport writes a report as indented JSON.
+func writeReport(path string, rep any) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
