@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +44,8 @@ type Server struct {
 	requestInfo        *request.RequestInfoFactory
 	anonymous          user.Info
 
+	// workers run the handlers of requests with a timeout (withTimeout).
+	workers      *workerPool
 	stopWatches  chan struct{}
 	stopOnce     sync.Once
 	shuttingDown atomic.Bool
@@ -56,7 +59,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: Config.Store is required")
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, stopWatches: make(chan struct{}),
+	s := &Server{cfg: cfg, stopWatches: make(chan struct{}), workers: newWorkerPool(),
 		readOnly:     newInflight(cfg.MaxRequestsInflight),
 		mutating:     newInflight(cfg.MaxMutatingRequestsInflight),
 		rejectLog:    newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),
@@ -99,16 +102,33 @@ func (s *Server) BeginShutdown() {
 	s.stopOnce.Do(func() { close(s.stopWatches) })
 }
 
+// Drain waits, after the http.Server's Shutdown, for the handlers that
+// still run although their requests were answered 504 (withTimeout), so
+// that the store is closed under none of them; it gives up when ctx ends.
+// Idle handler goroutines end.
+func (s *Server) Drain(ctx context.Context) error {
+	err := s.workers.drain(ctx)
+	if err == nil {
+		s.workers.close()
+	}
+	return err
+}
+
 // ServeHTTP implements http.Handler. A panic in a handler is logged with
 // its stack and answered with a 500 Status, not a dropped connection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w = &negotiatedWriter{ResponseWriter: w, status: statusOutput(r.Header.Get("Accept"))}
 	defer func() {
 		if v := recover(); v != nil {
+			stack := debug.Stack()
+			if p, ok := v.(*handlerPanic); ok {
+				// Raised again from a handler's worker goroutine.
+				v, stack = p.value, p.stack
+			}
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.cfg.Logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			s.cfg.Logger.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(stack))
 			writeStatus(w, apierrors.NewInternalError(fmt.Errorf("the server panicked serving the request: %v", v)))
 		}
 	}()

@@ -70,6 +70,7 @@ func newEnvWith(t *testing.T, ttl time.Duration, configure func(*server.Config))
 		srv.BeginShutdown()
 		hs.CloseClientConnections()
 		hs.Close()
+		_ = srv.Drain(context.Background())
 		if err := store.Close(); err != nil {
 			t.Error(err)
 		}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,6 +27,7 @@ func serveStore(t *testing.T, store storage.Interface) (string, kubernetes.Inter
 	t.Cleanup(func() {
 		srv.BeginShutdown()
 		hs.Close()
+		_ = srv.Drain(context.Background())
 		_ = store.Close()
 	})
 	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1})

@@ -8,12 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/utils/clock"
 )
 
 // Defaults of the server's timeouts (Config).
@@ -73,17 +73,18 @@ func (s *Server) readBodyFirst(w http.ResponseWriter, r *http.Request) (ok bool)
 }
 
 // withTimeout runs h with the request timeout (or the request's shorter
-// timeout parameter), as kube-apiserver's timeout filter does: h writes
-// into a buffer; if it has not finished when the timeout fires on the
-// Config's clock, its context is cancelled, the client gets
-// kube-apiserver's 504 and whatever h writes later is discarded. The
-// buffered answer is written under a write deadline, so a client that
-// does not read is cut off and pins one response at most.
+// timeout parameter), as kube-apiserver's timeout filter does: h runs in
+// a worker goroutine and writes into a buffer; if it has not finished
+// when the timeout fires on the Config's clock, its context is cancelled,
+// the client gets kube-apiserver's 504 at once and whatever h writes
+// later is discarded. h goes on in the background until it returns,
+// holding whatever in-flight slot it took, so work that outlives its
+// answer still counts against the limits; Drain waits for it at
+// shutdown. The buffered answer is written under a write deadline, so a
+// client that does not read is cut off and pins one response at most.
 //
-// h runs in the request's own goroutine, whose stack has already grown
-// for decoding, and the timeout is a timer function: running h in a fresh
-// goroutine per request cost about 20% more CPU per create, mostly
-// growing its stack, and a goroutine waiting for the timer another 3%.
+// The workers are kept (handlerPool): a fresh goroutine per request grew
+// its stack on every decode, about 20% more CPU per create.
 func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
 	timeout := s.cfg.RequestTimeout
 	if t := timeoutParam(r); t != "" {
@@ -98,55 +99,67 @@ func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, h func(http
 			timeout = d
 		}
 	}
+	// The handler's context is not the request's: net/http cancels that
+	// one when ServeHTTP returns, which is right (the client is gone),
+	// but the cause would then be context.Canceled, not the timeout.
 	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
 	tw := &timeoutWriter{header: make(http.Header), status: statusOutputOf(w)}
-	answered := make(chan struct{}) // closed once the 504 is written
-	answer := func() {
+	done := make(chan *handlerPanic, 1)
+	hr := r.WithContext(ctx)
+	s.workers.run(func() {
+		defer cancel(nil)
+		p := recovered(func() { h(tw, hr) })
+		if !tw.finish() && p != nil && p.value != http.ErrAbortHandler {
+			// The 504 has been answered: nobody else can log it.
+			s.cfg.Logger.Error("panic serving request after its timeout", "method", r.Method, "path", r.URL.Path, "panic", p.value, "stack", string(p.stack))
+		}
+		done <- p
+	})
+	timer := s.cfg.Clock.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case p := <-done:
+		s.finishHandled(w, tw, p)
+	case <-timer.C():
 		if !tw.timeOut() {
-			return // h finished first: its answer stands
+			// h finished as the timer fired: its answer stands.
+			s.finishHandled(w, tw, <-done)
+			return
 		}
 		cancel(context.DeadlineExceeded)
 		s.setWriteDeadline(w)
 		writeStatus(w, requestTimedOut())
-		close(answered)
-	}
-	stop := s.afterFunc(timeout, answer)
-	defer stop()
-	defer func() {
-		// Also after a panic in h, before the recovery above writes its
-		// 500: if the 504 is being written, let it finish first.
-		if !tw.finish() {
-			<-answered
-		}
-	}()
-	h(tw, r.WithContext(ctx))
-	if tw.finish() {
-		s.setWriteDeadline(w)
-		tw.copyTo(w)
 	}
 }
 
-// afterFunc runs f after d on the Config's clock, unless the returned stop
-// is called first: as a timer function where the clock has them (the
-// real one and the fake ones do), else from a goroutine waiting for a
-// timer.
-func (s *Server) afterFunc(d time.Duration, f func()) (stop func()) {
-	if c, ok := s.cfg.Clock.(clock.WithDelayedExecution); ok {
-		t := c.AfterFunc(d, f)
-		return func() { t.Stop() }
+// finishHandled writes the answer h buffered in tw, or re-raises its
+// panic in the request's goroutine, where ServeHTTP answers it.
+func (s *Server) finishHandled(w http.ResponseWriter, tw *timeoutWriter, p *handlerPanic) {
+	if p != nil {
+		panic(p)
 	}
-	t := s.cfg.Clock.NewTimer(d)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-done:
-			t.Stop()
-		case <-t.C():
-			f()
+	s.setWriteDeadline(w)
+	tw.copyTo(w)
+}
+
+// handlerPanic is a panic in a handler run by withTimeout, with the stack
+// of the goroutine it happened in.
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *handlerPanic) String() string { return fmt.Sprintf("%v", p.value) }
+
+// recovered runs f and returns its panic, if any.
+func recovered(f func()) (p *handlerPanic) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &handlerPanic{value: v, stack: debug.Stack()}
 		}
 	}()
-	return func() { close(done) }
+	f()
+	return nil
 }
 
 // timeoutParam returns r's timeout query parameter, without parsing the

@@ -198,3 +198,85 @@ func TestSlowReaderIsCutOff(t *testing.T) {
 		}
 	}
 }
+
+// stuckStore is a store whose creates wait, ignoring their context, until
+// release is closed: a handler that outlives its request's timeout.
+type stuckStore struct {
+	storage.Interface
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s stuckStore) Create(ctx context.Context, ev *corev1.Event, opts storage.WriteOptions) (*corev1.Event, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-s.release
+	return s.Interface.Create(context.WithoutCancel(ctx), ev, opts)
+}
+
+// TestTimedOutHandlerIsAnsweredOnTime: a write whose handler is stuck past
+// the request timeout is answered 504 when the timeout fires, not when the
+// handler returns (kube-apiserver's timeout filter); the handler goes on
+// in the background and keeps its in-flight slot until it returns, so
+// work that outlives its answer still counts against the limits; Drain
+// waits for it.
+func TestTimedOutHandlerIsAnsweredOnTime(t *testing.T) {
+	stuck := stuckStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	e := newEnvWith(t, time.Hour, func(c *server.Config) {
+		stuck.Interface = c.Store
+		c.Store = stuck
+		c.MaxMutatingRequestsInflight = 1
+	})
+	released := false
+	defer func() {
+		if !released {
+			close(stuck.release)
+		}
+	}()
+	body := `{"metadata":{"name":"%s"},"involvedObject":{"namespace":"default"},"reason":"Started","message":"m"}`
+	type result struct {
+		code int
+		body string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, resp := e.do(http.MethodPost, "/api/v1/namespaces/default/events?timeout=5s", "application/json", "", fmt.Sprintf(body, "stuck"))
+		done <- result{code, resp}
+	}()
+	<-stuck.entered
+	var r result
+	func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			select {
+			case r = <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+				e.clock.Step(time.Second)
+			}
+		}
+		t.Fatal("no answer within 10s while the handler is stuck")
+	}()
+	if r.code != http.StatusGatewayTimeout || !strings.Contains(r.body, "request did not complete within requested timeout") {
+		t.Fatalf("stuck create: %d %s, want 504", r.code, r.body)
+	}
+	// The stuck handler still holds the one mutating slot.
+	if code, resp := e.do(http.MethodPost, "/api/v1/namespaces/default/events", "application/json", "", fmt.Sprintf(body, "next")); code != http.StatusTooManyRequests {
+		t.Fatalf("create beside the stuck handler: %d %s, want 429", code, resp)
+	}
+	close(stuck.release)
+	released = true
+	if err := e.srv.Drain(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Once it returns, the slot is free again; the write it was given
+	// reached the store before its answer timed out, so it is stored: a
+	// 504 says nothing of whether a write was applied.
+	if code, resp := e.do(http.MethodPost, "/api/v1/namespaces/default/events", "application/json", "", fmt.Sprintf(body, "after")); code != http.StatusCreated {
+		t.Fatalf("create after the stuck handler returned: %d %s", code, resp)
+	}
+	if _, err := e.cs.CoreV1().Events("default").Get(e.ctx, "stuck", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the timed-out create: %v", err)
+	}
+}

@@ -182,6 +182,7 @@ func startEventsd(t *testing.T, extensions, auth bool) *eventsd {
 		srv.BeginShutdown()
 		hs.CloseClientConnections()
 		hs.Close()
+		_ = srv.Drain(context.Background())
 		_ = store.Close()
 	})
 	rc.Host = hs.URL
@@ -691,6 +692,7 @@ func TestTimelineNamespaceOnly(t *testing.T) {
 		srv.BeginShutdown()
 		hs.CloseClientConnections()
 		hs.Close()
+		_ = srv.Drain(context.Background())
 		_ = store.Close()
 	})
 	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: hs.URL, BearerToken: "admin-token", QPS: -1})

@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -35,6 +36,7 @@ func serveUI(t *testing.T, on bool) string {
 	t.Cleanup(func() {
 		srv.BeginShutdown()
 		hs.Close()
+		_ = srv.Drain(context.Background())
 		_ = store.Close()
 	})
 	return hs.URL

@@ -310,6 +310,10 @@ func run(ctx context.Context, o options) error {
 	if serr := hs.Shutdown(sctx); serr != nil {
 		log.Warn("requests still in flight at the shutdown deadline", "err", serr)
 	}
+	// Requests answered 504 may still be running their handlers.
+	if derr := srv.Drain(sctx); derr != nil {
+		log.Warn("handlers of timed-out requests still running at the shutdown deadline", "err", derr)
+	}
 	stopExport()
 	<-exportDone
 	if cerr := store.Close(); cerr != nil {

@@ -49,9 +49,14 @@ type op struct {
 
 // submit hands o to the committer and waits for its outcome. Once queued, a
 // write is carried out even if ctx is cancelled, so the wait is not
-// cancellable: the caller learns the truth.
+// cancellable: the caller learns the truth. A write whose ctx has ended
+// before it is queued is not queued (a select would pick at random
+// between a free queue and an ended ctx).
 func (s *Store) submit(ctx context.Context, o *op) error {
 	o.done = make(chan struct{})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.submitMu.RLock()
 	if s.stopped {
 		s.submitMu.RUnlock()

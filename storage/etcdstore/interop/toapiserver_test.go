@@ -1,6 +1,7 @@
 package interop_test
 
 import (
+	"context"
 	"log/slog"
 	"net/http/httptest"
 	"strconv"
@@ -150,6 +151,7 @@ func (e *env) serve() clientset.Interface {
 		srv.BeginShutdown()
 		hs.CloseClientConnections()
 		hs.Close()
+		_ = srv.Drain(context.Background())
 	})
 	cs, err := clientset.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1})
 	if err != nil {
