@@ -129,3 +129,48 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestJSONPatchArrayCostIsBounded: 4,000 moves within a list of 3,000
+// ownerReferences (json-patch shifts the list at each: seconds of CPU)
+// are refused with 413 before any is applied; a few array operations on
+// the same event are applied.
+func TestJSONPatchArrayCostIsBounded(t *testing.T) {
+	e := newEnv(t, time.Hour)
+	e.create("a")
+	events := e.cs.CoreV1().Events("default")
+	grow, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": ownerRefs(3000, "a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown, err := events.Patch(e.ctx, "a", types.MergePatchType, grow, metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := make([]string, 4000)
+	for i := range ops {
+		ops[i] = `{"op":"move","from":"/metadata/ownerReferences/0","path":"/metadata/ownerReferences/-"}`
+	}
+	cpu0 := processCPU(t)
+	_, err = events.Patch(e.ctx, "a", types.JSONPatchType, []byte("["+strings.Join(ops, ",")+"]"), metav1.PatchOptions{})
+	cpu := processCPU(t) - cpu0
+	if err == nil || !strings.Contains(err.Error(), "the JSON patch has 4000 operations on array items and the longest array of the event has 3000 items: they would move up to 28000000 items, more than the 16777216 allowed") {
+		t.Fatalf("costly JSON patch: %v, want 413", err)
+	}
+	if cpu > 5*time.Second {
+		t.Fatalf("refusing the patch took %v of CPU, want a bounded cost", cpu)
+	}
+	got, err := events.Get(e.ctx, "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != grown.ResourceVersion {
+		t.Fatalf("the refused patch changed the event: rv %s → %s", grown.ResourceVersion, got.ResourceVersion)
+	}
+	got, err = events.Patch(e.ctx, "a", types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences/0"},{"op":"move","from":"/metadata/ownerReferences/0","path":"/metadata/ownerReferences/-"}]`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, first, last := len(got.OwnerReferences), got.OwnerReferences[0].UID, got.OwnerReferences[2998].UID; n != 2999 || first != "a-2" || last != "a-1" {
+		t.Fatalf("after removing the first reference and moving the next to the end: %d references, first %s, last %s", n, first, last)
+	}
+}
