@@ -2,6 +2,7 @@ package server
 
 import (
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/kubevents/kubevents/admission/eventratelimit"
@@ -77,9 +78,16 @@ type Config struct {
 	DisableExtensions bool
 	// MaxRequestsInflight bounds concurrent gets and lists, and
 	// MaxMutatingRequestsInflight concurrent writes; beyond them requests
-	// get 429 with Retry-After. Watches are not counted. Negative means
+	// get 429 with Retry-After. Watches are counted while they send
+	// their initial events (readOnly), not after. Negative means
 	// unlimited.
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// WatchInitConcurrency bounds how many watches at once decode and
+	// encode their initial events (the state a watch without a
+	// resourceVersion, or with sendInitialEvents, starts with), so that
+	// a crowd of them leaves CPU to writes; the others wait their turn,
+	// oldest first, within the request timeout. 0 means GOMAXPROCS.
+	WatchInitConcurrency int
 	// MaxObjectSizeBytes bounds an event as stored (its protobuf
 	// encoding): creates, updates and patches whose result is larger get
 	// 413 and store nothing. Negative means unlimited.
@@ -130,6 +138,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMutatingRequestsInflight == 0 {
 		c.MaxMutatingRequestsInflight = DefaultMaxMutatingRequestsInflight
+	}
+	if c.WatchInitConcurrency <= 0 {
+		c.WatchInitConcurrency = runtime.GOMAXPROCS(0)
 	}
 	if c.MaxObjectSizeBytes == 0 {
 		c.MaxObjectSizeBytes = DefaultMaxObjectSizeBytes

@@ -16,6 +16,10 @@ type metrics struct {
 	latency  *prometheus.HistogramVec
 	watchers prometheus.Gauge
 	rejected *prometheus.CounterVec
+	// initializing counts watches sending their initial events, and
+	// initTimeouts those that could not within the request timeout.
+	initializing prometheus.Gauge
+	initTimeouts prometheus.Counter
 
 	rateLimited    *prometheus.CounterVec
 	rateLimitNovel prometheus.Counter
@@ -43,6 +47,14 @@ func newMetrics(reg *prometheus.Registry, store storage.Interface, rules []strin
 		watchers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "eventsd_watchers",
 			Help: "Open watch streams.",
+		}),
+		initializing: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "eventsd_watch_initializations",
+			Help: "Watches sending their initial events (the state they start with); each holds a readOnly in-flight slot until they are sent.",
+		}),
+		initTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "eventsd_watch_initialization_timeouts_total",
+			Help: "Watches ended (or refused with 429 before they started) because their initial events could not be sent within the request timeout.",
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "eventsd_rejected_requests_total",
@@ -73,7 +85,7 @@ func newMetrics(reg *prometheus.Registry, store storage.Interface, rules []strin
 		m.retentionWrites.WithLabelValues(r)
 	}
 	cs := []prometheus.Collector{
-		m.requests, m.latency, m.watchers, m.rejected, m.rateLimited, m.rateLimitNovel, m.unauthorized, m.forbidden, m.retentionWrites,
+		m.requests, m.latency, m.watchers, m.initializing, m.initTimeouts, m.rejected, m.rateLimited, m.rateLimitNovel, m.unauthorized, m.forbidden, m.retentionWrites,
 		newStoreCollector(store),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),

@@ -45,7 +45,9 @@ type Server struct {
 	anonymous          user.Info
 
 	// workers run the handlers of requests with a timeout (withTimeout).
-	workers      *workerPool
+	workers *workerPool
+	// initGate bounds the CPU of watches sending their initial events.
+	initGate     *initGate
 	stopWatches  chan struct{}
 	stopOnce     sync.Once
 	shuttingDown atomic.Bool
@@ -59,7 +61,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: Config.Store is required")
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, stopWatches: make(chan struct{}), workers: newWorkerPool(),
+	s := &Server{cfg: cfg, stopWatches: make(chan struct{}), workers: newWorkerPool(), initGate: newInitGate(cfg.WatchInitConcurrency),
 		readOnly:     newInflight(cfg.MaxRequestsInflight),
 		mutating:     newInflight(cfg.MaxMutatingRequestsInflight),
 		rejectLog:    newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),

@@ -123,6 +123,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		writeStatus(w, apierrors.NewInternalError(errors.New("the connection does not support streaming")))
 		return
 	}
+	var initial *watchInit
+	if p.opts.SendInitialEvents {
+		if initial, ok = s.beginInit(w, ctx, &p.opts, rr); !ok {
+			return
+		}
+		defer initial.end()
+	}
 	watcher, err := s.cfg.Store.Watch(ctx, p.opts)
 	if errors.Is(err, storage.ErrFutureRevision) {
 		writeStatus(w, tooLargeResourceVersion(p.opts.Revision, s.cfg.Store.Revision()))
@@ -154,6 +161,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	defer watcher.Stop()
 	timeout := s.cfg.Clock.NewTimer(p.timeout)
 	defer timeout.Stop()
+	if initial != nil && !s.sendInitial(ctx, w, flusher, watcher, enc, initial, timeout.C()) {
+		return
+	}
 	for {
 		select {
 		case e, ok := <-watcher.ResultChan():

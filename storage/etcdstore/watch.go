@@ -11,7 +11,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/metadata"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
 )
@@ -64,18 +63,16 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 		prefix = s.root + "\x00none/" // nothing can match
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	var initial []*corev1.Event
+	var initial *storage.ListResult
 	var compacted error // set when etcd has compacted past start
 	start := opts.Revision
 	switch {
 	case opts.SendInitialEvents:
-		res := &storage.ListResult{}
-		var err error
-		if ok {
-			res, err = s.scan(ctx, prefix, prefix, 0, opts.Selector, 0)
-		} else {
-			res, err = s.emptyList(ctx, 0)
-		}
+		// The first page here, so that an unreachable etcd or a future
+		// revision fails the watch; the others as the watcher's client
+		// takes them, so that a watch holds one page, not the whole
+		// state (and an indexed selector reads only what it selects).
+		res, err := s.List(ctx, storage.ListOptions{Selector: opts.Selector, Limit: initialPage})
 		if err != nil {
 			cancel()
 			return nil, err
@@ -84,7 +81,7 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 			cancel()
 			return nil, fmt.Errorf("initial events at revision %d, current %d: %w", opts.Revision, res.Revision, storage.ErrFutureRevision)
 		}
-		initial, start = res.Items, res.Revision
+		initial, start = res, res.Revision
 	case start == 0 && !opts.FromOrigin:
 		resp, err := s.get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
 		if err != nil {
@@ -157,12 +154,37 @@ func (r *watchRun) send(e storage.Event) bool {
 	return false
 }
 
-func (r *watchRun) run(initial []*corev1.Event) {
-	for _, ev := range initial {
-		rev, _ := strconv.ParseInt(ev.ResourceVersion, 10, 64)
-		if !r.send(storage.Event{Type: watch.Added, Object: ev, Revision: rev}) {
-			return
+// initialPage is how many initial events a watcher reads from etcd at a
+// time: the memory a watch sending its initial state holds.
+const initialPage = 256
+
+// sendInitial sends the state of the first page and of those after it,
+// read at the first's revision.
+func (r *watchRun) sendInitial(page *storage.ListResult) bool {
+	for {
+		for _, ev := range page.Items {
+			rev, _ := strconv.ParseInt(ev.ResourceVersion, 10, 64)
+			if !r.send(storage.Event{Type: watch.Added, Object: ev, Revision: rev}) {
+				return false
+			}
 		}
+		if page.Continue == "" {
+			return true
+		}
+		var err error
+		page, err = r.s.List(r.ctx, storage.ListOptions{Selector: r.opts.Selector, Limit: initialPage, Continue: page.Continue})
+		if err != nil {
+			// Compacted meanwhile (ContinueExpiredError wraps
+			// ErrCompacted): the client lists again.
+			r.send(storage.Event{Err: fmt.Errorf("etcdstore: initial events at revision %d: %w", r.pos, err)})
+			return false
+		}
+	}
+}
+
+func (r *watchRun) run(initial *storage.ListResult) {
+	if initial != nil && !r.sendInitial(initial) {
+		return
 	}
 	if r.opts.SendInitialEvents && r.opts.InitialEventsEndBookmark {
 		if !r.send(storage.Event{Type: watch.Bookmark, Revision: r.pos, InitialEventsEnd: true}) {

@@ -82,6 +82,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListRevisions", testListRevisions},
 		{"WatchFromRevision", testWatchFromRevision},
 		{"WatchInitialEvents", testWatchInitialEvents},
+		{"WatchInitialEventsManyPages", testWatchInitialEventsManyPages},
 		{"WatchSelectorTransitions", testWatchTransitions},
 		{"WatchCompacted", testWatchCompacted},
 		{"WatchLagging", testWatchLagging},
@@ -657,6 +658,62 @@ func testWatchInitialEvents(t *testing.T, h Harness) {
 	f.create(ev("ns2", "e"))
 	expect(t, w, watch.Added, "d")
 	expectNone(t, w)
+}
+
+// testWatchInitialEventsManyPages: initial events larger than the pages a
+// backend reads them in (256 on etcd) come whole, in key order, at one
+// revision: writes during the initial events come after the bookmark.
+func testWatchInitialEventsManyPages(t *testing.T, h Harness) {
+	f := open(t, h, nil)
+	const n = 700
+	for i := range n {
+		f.create(ev("ns1", fmt.Sprintf("e%04d", i), func(e *corev1.Event) {
+			if i%2 == 1 {
+				e.Reason = "Other"
+			}
+		}))
+	}
+	for _, tc := range []struct {
+		name string
+		sel  storage.Selector
+	}{
+		{"all", storage.Selector{}},
+		{"namespace", storage.Selector{Namespace: "ns1"}},
+		{"selector", storage.Selector{Fields: sel(t, eventapi.CoreV1, "reason=Other")}},
+	} {
+		at := f.s.Revision()
+		list, err := f.s.List(f.ctx, storage.ListOptions{Selector: tc.sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) < n/2 {
+			t.Fatalf("%s: %d events listed, want at least %d", tc.name, len(list.Items), n/2)
+		}
+		w, err := f.s.Watch(f.ctx, storage.WatchOptions{SendInitialEvents: true, InitialEventsEndBookmark: true, Selector: tc.sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev := ""
+		for i := range list.Items {
+			e := recv(t, w)
+			if e.Type != watch.Added || e.Object.Name <= prev {
+				t.Fatalf("%s: initial event %d: %s %s after %s", tc.name, i, e.Type, e.Object.GetName(), prev)
+			}
+			prev = e.Object.Name
+			if i == 10 {
+				// A write while the initial events are being read.
+				f.create(ev("ns1", "zz-"+tc.name))
+			}
+		}
+		b := expect(t, w, watch.Bookmark, "")
+		if !b.InitialEventsEnd || b.Revision != at {
+			t.Fatalf("%s: bookmark %+v, want the end of the initial events at %d", tc.name, b, at)
+		}
+		if tc.name != "selector" {
+			expect(t, w, watch.Added, "zz-"+tc.name)
+		}
+		w.Stop()
+	}
 }
 
 func testWatchTransitions(t *testing.T, h Harness) {
