@@ -82,12 +82,14 @@ type Config struct {
 	// their initial events (readOnly), not after. Negative means
 	// unlimited.
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
-	// WatchInitConcurrency bounds how many watches at once decode and
-	// encode their initial events (the state a watch without a
-	// resourceVersion, or with sendInitialEvents, starts with), so that
-	// a crowd of them leaves CPU to writes; the others wait their turn,
-	// oldest first, within the request timeout. 0 means GOMAXPROCS.
-	WatchInitConcurrency int
+	// ReadConcurrency bounds how many of the reads whose size clients
+	// choose decode and encode at once: watches sending their initial
+	// events (the state a watch without a resourceVersion, or with
+	// sendInitialEvents, starts with) and lists of every event past
+	// their first page. A crowd of them then leaves CPU to writes; the
+	// others wait their turn, oldest first, within the request timeout.
+	// 0 means GOMAXPROCS.
+	ReadConcurrency int
 	// MaxObjectSizeBytes bounds an event as stored (its protobuf
 	// encoding): creates, updates and patches whose result is larger get
 	// 413 and store nothing. Negative means unlimited.
@@ -139,8 +141,8 @@ func (c Config) withDefaults() Config {
 	if c.MaxMutatingRequestsInflight == 0 {
 		c.MaxMutatingRequestsInflight = DefaultMaxMutatingRequestsInflight
 	}
-	if c.WatchInitConcurrency <= 0 {
-		c.WatchInitConcurrency = runtime.GOMAXPROCS(0)
+	if c.ReadConcurrency <= 0 {
+		c.ReadConcurrency = runtime.GOMAXPROCS(0)
 	}
 	if c.MaxObjectSizeBytes == 0 {
 		c.MaxObjectSizeBytes = DefaultMaxObjectSizeBytes

@@ -1016,6 +1016,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest
 		writeStatus(w, se)
 		return
 	}
+	all := lo.Limit == 0
+	if all {
+		// Every event: read a page at a time (listAll).
+		lo.Limit = listPage
+	}
 	res, err := s.cfg.Store.List(r.Context(), lo)
 	if errors.Is(err, storage.ErrFutureRevision) {
 		writeStatus(w, tooLargeResourceVersion(lo.Revision, s.cfg.Store.Revision()))
@@ -1023,6 +1028,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest
 	}
 	if err != nil {
 		writeStatus(w, statusError(err, rr, ""))
+		return
+	}
+	if all && res.Continue != "" {
+		s.listAll(w, r, rr, o, lo, res)
 		return
 	}
 	meta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Revision, 10), Continue: res.Continue}

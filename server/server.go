@@ -46,8 +46,8 @@ type Server struct {
 
 	// workers run the handlers of requests with a timeout (withTimeout).
 	workers *workerPool
-	// initGate bounds the CPU of watches sending their initial events.
-	initGate     *initGate
+	// readGate bounds the CPU of large reads: watch initializations, lists of every event.
+	readGate     *readGate
 	stopWatches  chan struct{}
 	stopOnce     sync.Once
 	shuttingDown atomic.Bool
@@ -61,7 +61,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: Config.Store is required")
 	}
 	cfg = cfg.withDefaults()
-	s := &Server{cfg: cfg, stopWatches: make(chan struct{}), workers: newWorkerPool(), initGate: newInitGate(cfg.WatchInitConcurrency),
+	s := &Server{cfg: cfg, stopWatches: make(chan struct{}), workers: newWorkerPool(), readGate: newReadGate(cfg.ReadConcurrency),
 		readOnly:     newInflight(cfg.MaxRequestsInflight),
 		mutating:     newInflight(cfg.MaxMutatingRequestsInflight),
 		rejectLog:    newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),

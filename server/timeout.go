@@ -103,7 +103,7 @@ func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, h func(http
 	// one when ServeHTTP returns, which is right (the client is gone),
 	// but the cause would then be context.Canceled, not the timeout.
 	ctx, cancel := context.WithCancelCause(r.Context())
-	tw := &timeoutWriter{header: make(http.Header), status: statusOutputOf(w)}
+	tw := &timeoutWriter{header: make(http.Header), status: statusOutputOf(w), dst: w, deadline: s.setWriteDeadline}
 	done := make(chan *handlerPanic, 1)
 	hr := r.WithContext(ctx)
 	s.workers.run(func() {
@@ -121,12 +121,19 @@ func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, h func(http
 	case p := <-done:
 		s.finishHandled(w, tw, p)
 	case <-timer.C():
-		if !tw.timeOut() {
+		timedOut, streamed := tw.timeOut()
+		if !timedOut {
 			// h finished as the timer fired: its answer stands.
 			s.finishHandled(w, tw, <-done)
 			return
 		}
 		cancel(context.DeadlineExceeded)
+		if streamed {
+			// Part of the answer is out: the status line cannot become
+			// a 504. Cut the connection, as kube-apiserver's timeout
+			// filter does, so that the client sees an incomplete answer.
+			panic(http.ErrAbortHandler)
+		}
 		s.setWriteDeadline(w)
 		writeStatus(w, requestTimedOut())
 	}
@@ -185,7 +192,8 @@ func (s *Server) setWriteDeadline(w http.ResponseWriter) {
 	}
 }
 
-// timeoutWriter buffers a handler's answer until it is done or timed out.
+// timeoutWriter buffers a handler's answer until it is done or timed out,
+// unless the handler streams it (stream).
 type timeoutWriter struct {
 	mu       sync.Mutex
 	header   http.Header
@@ -194,6 +202,49 @@ type timeoutWriter struct {
 	timedOut bool
 	done     bool   // the handler has finished
 	status   output // the form of Status answers
+	// dst is the request's writer, which stream writes through to, each
+	// write under a deadline set by deadline.
+	dst       http.ResponseWriter
+	deadline  func(http.ResponseWriter)
+	streaming bool
+}
+
+// streamer is implemented by the writer handlers get from withTimeout:
+// stream sends the header and what was written so far, and makes later
+// writes go out at once instead of being buffered. A handler whose
+// answer is too large to hold in memory (a list of every event) streams
+// it; if its request then times out, the connection is cut instead of
+// answered 504.
+type streamer interface {
+	stream() error
+}
+
+var _ streamer = (*timeoutWriter)(nil)
+
+func (t *timeoutWriter) stream() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.timedOut {
+		return http.ErrHandlerTimeout
+	}
+	if t.streaming {
+		return nil
+	}
+	t.streaming = true
+	h := t.dst.Header()
+	for k, v := range t.header {
+		h[k] = v
+	}
+	if t.code == 0 {
+		t.code = http.StatusOK
+	}
+	t.deadline(t.dst)
+	t.dst.WriteHeader(t.code)
+	if _, err := t.dst.Write(t.body.Bytes()); err != nil {
+		return err
+	}
+	t.body = bytes.Buffer{}
+	return http.NewResponseController(t.dst).Flush()
 }
 
 func (t *timeoutWriter) statusOutput() output { return t.status }
@@ -220,19 +271,28 @@ func (t *timeoutWriter) Write(b []byte) (int, error) {
 	if t.code == 0 {
 		t.code = http.StatusOK
 	}
+	if t.streaming {
+		t.deadline(t.dst)
+		n, err := t.dst.Write(b)
+		if err == nil {
+			err = http.NewResponseController(t.dst).Flush()
+		}
+		return n, err
+	}
 	return t.body.Write(b)
 }
 
 // timeOut makes the handler's later writes fail, unless the handler has
-// finished; it reports whether it did.
-func (t *timeoutWriter) timeOut() bool {
+// finished; it reports whether it did not (timedOut), and whether part
+// of its answer was already streamed.
+func (t *timeoutWriter) timeOut() (timedOut, streamed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.done {
-		return false
+		return false, false
 	}
 	t.timedOut = true
-	return true
+	return true, t.streaming
 }
 
 // finish records that the handler has finished, unless it timed out
@@ -244,10 +304,13 @@ func (t *timeoutWriter) finish() bool {
 	return !t.timedOut
 }
 
-// copyTo writes the buffered answer to w.
+// copyTo writes the buffered answer to w, unless it was streamed.
 func (t *timeoutWriter) copyTo(w http.ResponseWriter) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.streaming {
+		return
+	}
 	h := w.Header()
 	for k, v := range t.header {
 		h[k] = v

@@ -16,7 +16,7 @@ import (
 
 // A watch's initial events are sent in chunks of at most this many frames
 // or bytes: the work done, and the memory held, per permit of the
-// initGate.
+// readGate.
 const (
 	initChunkFrames = 64
 	initChunkBytes  = 256 << 10
@@ -27,7 +27,7 @@ const (
 // kube-apiserver's priority and fairness counts a watch's initialization
 // as a request in flight), and it must send them within the request
 // timeout; it works on them only while it holds a permit of the server's
-// initGate.
+// readGate.
 type watchInit struct {
 	s        *Server
 	ticket   uint64
@@ -51,7 +51,7 @@ func (s *Server) beginInit(w http.ResponseWriter, ctx context.Context, opts *sto
 		tooManyRequests(w)
 		return nil, false
 	}
-	in := &watchInit{s: s, ticket: s.initGate.ticket(), deadline: s.cfg.Clock.NewTimer(s.cfg.RequestTimeout),
+	in := &watchInit{s: s, ticket: s.readGate.ticket(), deadline: s.cfg.Clock.NewTimer(s.cfg.RequestTimeout),
 		wantEnd: opts.InitialEventsEndBookmark, slot: true}
 	s.metrics.initializing.Inc()
 	opts.InitialEventsEndBookmark = true
@@ -67,7 +67,7 @@ func (s *Server) beginInit(w http.ResponseWriter, ctx context.Context, opts *sto
 }
 
 func (in *watchInit) acquire(ctx context.Context) error {
-	if err := in.s.initGate.acquire(in.ticket, ctx.Done(), in.deadline.C()); err != nil {
+	if err := in.s.readGate.acquire(in.ticket, ctx.Done(), in.deadline.C()); err != nil {
 		return err
 	}
 	in.permit = true
@@ -77,7 +77,7 @@ func (in *watchInit) acquire(ctx context.Context) error {
 func (in *watchInit) releasePermit() {
 	if in.permit {
 		in.permit = false
-		in.s.initGate.release()
+		in.s.readGate.release()
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 // ends leaves the queue, and a permit granted as it gave up goes on to
 // the next.
 func TestInitGate(t *testing.T) {
-	g := newInitGate(1)
+	g := newReadGate(1)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	never := make(chan struct{})
 	tickets := []uint64{g.ticket(), g.ticket(), g.ticket(), g.ticket()}
@@ -123,7 +123,7 @@ func TestWatchWaitingForItsTurnTimesOut(t *testing.T) {
 	}
 	defer store.Close()
 	reg := prometheus.NewRegistry()
-	s, err := New(Config{Store: store, Clock: clk, Registry: reg, Logger: slog.New(slog.DiscardHandler), WatchInitConcurrency: 1, RequestTimeout: 10 * time.Second})
+	s, err := New(Config{Store: store, Clock: clk, Registry: reg, Logger: slog.New(slog.DiscardHandler), ReadConcurrency: 1, RequestTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestWatchWaitingForItsTurnTimesOut(t *testing.T) {
 		_ = s.Drain(context.Background())
 	}()
 	// Every permit is taken.
-	if err := s.initGate.acquire(s.initGate.ticket(), nil, nil); err != nil {
+	if err := s.readGate.acquire(s.readGate.ticket(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan *http.Response, 1)

@@ -1,0 +1,190 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubevents/kubevents/internal/metricstest"
+	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/storage"
+)
+
+// fill stores n events with messages of size bytes directly in the store,
+// in namespaces ns0..ns9.
+func fill(t *testing.T, ctx context.Context, store storage.Interface, n, size int) {
+	t.Helper()
+	msg := strings.Repeat("m", size)
+	for i := range n {
+		ns := fmt.Sprintf("ns%d", i%10)
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("e%05d", i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("p%d", i), Namespace: ns},
+			Reason:         "Started", Message: msg, Type: corev1.EventTypeNormal}
+		if _, err := store.Create(ctx, ev, storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// get returns the status, Content-Type and body of a GET with accept.
+func (e *env) get(path, accept string) (int, string, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequestWithContext(e.ctx, http.MethodGet, e.url+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get("Content-Type"), b
+}
+
+// TestListOfEveryEventIsStreamed: a list without a limit of more events
+// than a page is streamed page by page, and the answer is the document a
+// whole list gives: JSON in both groups (re-encoding the decoded list
+// gives the same bytes), a Table kubectl prints in full, a JSON answer to
+// client-go's protobuf-or-JSON Accept, and protobuf, built whole, to a
+// client that accepts only protobuf.
+func TestListOfEveryEventIsStreamed(t *testing.T) {
+	var store storage.Interface
+	e := newEnvWith(t, time.Hour, func(c *server.Config) { store = c.Store })
+	const n = 700 // three pages
+	fill(t, e.ctx, store, n, 100)
+
+	code, ct, body := e.get("/api/v1/events", "application/json")
+	var core corev1.EventList
+	if err := json.Unmarshal(body, &core); code != http.StatusOK || ct != "application/json" || err != nil {
+		t.Fatalf("core/v1 list: %d %s %v", code, ct, err)
+	}
+	if len(core.Items) != n || core.ResourceVersion != fmt.Sprint(store.Revision()) || core.Continue != "" {
+		t.Fatalf("core/v1 list: %d items at %q, continue %q; want %d at %d", len(core.Items), core.ResourceVersion, core.Continue, n, store.Revision())
+	}
+	for i := 1; i < n; i++ {
+		if a, b := core.Items[i-1], core.Items[i]; a.Namespace+"/"+a.Name >= b.Namespace+"/"+b.Name {
+			t.Fatalf("items %d and %d out of order: %s/%s, %s/%s", i-1, i, a.Namespace, a.Name, b.Namespace, b.Name)
+		}
+	}
+	if again, _ := json.Marshal(&core); !bytes.Equal(again, body) {
+		t.Fatalf("the streamed list is not the document json.Marshal gives:\n%.300s\n...%.300s", body, body[len(body)-300:])
+	}
+
+	_, _, body = e.get("/apis/events.k8s.io/v1/events", "application/json")
+	var ev1 eventsv1.EventList
+	if err := json.Unmarshal(body, &ev1); err != nil || len(ev1.Items) != n || ev1.Items[0].Note != strings.Repeat("m", 100) {
+		t.Fatalf("events.k8s.io/v1 list: %v, %d items", err, len(ev1.Items))
+	}
+	if again, _ := json.Marshal(&ev1); !bytes.Equal(again, body) {
+		t.Fatal("the streamed events.k8s.io/v1 list is not the document json.Marshal gives")
+	}
+
+	_, _, body = e.get("/api/v1/events", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	var tbl metav1.Table
+	if err := json.Unmarshal(body, &tbl); err != nil || len(tbl.Rows) != n || len(tbl.ColumnDefinitions) == 0 {
+		t.Fatalf("Table: %v, %d rows, %d columns", err, len(tbl.Rows), len(tbl.ColumnDefinitions))
+	}
+
+	// client-go's typed client asks for protobuf, or JSON.
+	proto, err := kubernetes.NewForConfig(&rest.Config{Host: e.url, QPS: -1, ContentConfig: rest.ContentConfig{
+		AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json", ContentType: "application/vnd.kubernetes.protobuf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := proto.CoreV1().Events("").List(e.ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != n {
+		t.Fatalf("client-go list: %v, %v", err, l)
+	}
+	code, ct, body = e.get("/api/v1/events", "application/vnd.kubernetes.protobuf")
+	if code != http.StatusOK || ct != "application/vnd.kubernetes.protobuf" || !bytes.HasPrefix(body, []byte("k8s\x00")) {
+		t.Fatalf("protobuf-only list: %d %s", code, ct)
+	}
+}
+
+// TestListStormIsBounded: 200 lists of every event (4,000 of 2 KiB)
+// whose clients read nothing. Each is streamed, so it holds a page, not
+// the whole list (which 1,000 such lists made 4.8 GB); they hold the
+// readOnly slots (the others get 429), and creates are answered meanwhile.
+func TestListStormIsBounded(t *testing.T) {
+	const (
+		slots  = 20
+		lists  = 200
+		stored = 4000
+	)
+	reg := prometheus.NewRegistry()
+	var store storage.Interface
+	e := newEnvWith(t, time.Hour, func(c *server.Config) {
+		c.Registry, c.MaxRequestsInflight, store = reg, slots, c.Store
+	})
+	fill(t, e.ctx, store, stored, 2048)
+	heap0 := heapInUse()
+	addr := strings.TrimPrefix(e.url, "http://")
+	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := range lists {
+		c, err := dialer.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		if _, err := fmt.Fprintf(c, "GET /api/v1/events HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", addr); err != nil {
+			t.Fatalf("list %d: %v", i, err)
+		}
+	}
+	rejected := func() float64 { return metricstest.Sum(t, reg, "eventsd_rejected_requests_total", "class", "readOnly") }
+	for deadline := time.Now().Add(30 * time.Second); rejected() < lists-slots; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s: %v lists refused, want %d", rejected(), lists-slots)
+		}
+	}
+	for i := range 10 {
+		body := fmt.Sprintf(`{"metadata":{"name":"w%d"},"involvedObject":{"namespace":"default"},"reason":"Started","message":"m"}`, i)
+		if code, resp := e.do(http.MethodPost, "/api/v1/namespaces/default/events", "application/json", "", body); code != http.StatusCreated {
+			t.Fatalf("create %d beside the lists: %d %s", i, code, resp)
+		}
+	}
+	// Per list: a page decoded (256 events of about 3 KiB) and encoded
+	// (about 2.5 KiB each), some 2 MiB at most, and the in-memory
+	// store's own churn. Unstreamed, each list held its whole answer
+	// (4,000 events, 10 MB) until its client read it: 200 MB here.
+	grown := int64(heapInUse()) - int64(heap0)
+	const limit = 100 << 20
+	if grown > limit {
+		t.Fatalf("the heap grew by %d MiB with %d lists in flight, want at most %d MiB", grown>>20, slots, limit>>20)
+	}
+	t.Logf("heap grew by %d MiB with %d lists in flight", grown>>20, slots)
+}
