@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/utils/clock"
 )
 
@@ -90,6 +91,14 @@ type Config struct {
 	// others wait their turn, oldest first, within the request timeout.
 	// 0 means GOMAXPROCS.
 	ReadConcurrency int
+	// ReadyChecks are checked by /readyz after the store's health (a
+	// mirror reports whether it follows its source).
+	ReadyChecks []healthz.HealthChecker
+	// ReadOnly, when set, makes the events API read-only: writes of both
+	// groups get 405 MethodNotAllowed with this message (why, and where
+	// to write instead), and discovery lists get, list and watch only.
+	// eventsd mirroring a cluster serves its events this way.
+	ReadOnly string
 	// MaxObjectSizeBytes bounds an event as stored (its protobuf
 	// encoding): creates, updates and patches whose result is larger get
 	// 413 and store nothing. Negative means unlimited.

@@ -10,8 +10,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// eventVerbs are the verbs both groups serve on events.
-var eventVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+// eventVerbs are the verbs both groups serve on events, and readVerbs
+// those of a read-only server (Config.ReadOnly).
+var (
+	eventVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	readVerbs  = []string{"get", "list", "watch"}
+)
 
 // apiResource describes one resource in discovery.
 type apiResource struct {
@@ -80,12 +84,15 @@ func groupOrder() []string {
 	return out
 }
 
-func newDiscovery() (*discovery, error) {
+func newDiscovery(readOnly bool) (*discovery, error) {
 	d := &discovery{groups: map[string][]byte{}, resourceLists: map[string][]byte{}}
 	type gv struct{ group, version string }
 	byGV := map[gv][]apiResource{}
 	versionOf := map[string]string{}
 	for _, r := range discoveryResources {
+		if readOnly && r.resource == "events" {
+			r.verbs = readVerbs
+		}
 		byGV[gv{r.group, r.version}] = append(byGV[gv{r.group, r.version}], r)
 		versionOf[r.group] = r.version
 	}

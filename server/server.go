@@ -18,6 +18,7 @@ import (
 	"github.com/kubevents/kubevents/ui"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
@@ -80,7 +81,7 @@ func New(cfg Config) (*Server, error) {
 	if s.metrics, err = newMetrics(cfg.Registry, cfg.Store, s.retention.RuleNames()); err != nil {
 		return nil, err
 	}
-	if s.discovery, err = newDiscovery(); err != nil {
+	if s.discovery, err = newDiscovery(cfg.ReadOnly != ""); err != nil {
 		return nil, err
 	}
 	if s.openapi, err = newOpenAPI(); err != nil {
@@ -102,6 +103,66 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) BeginShutdown() {
 	s.shuttingDown.Store(true)
 	s.stopOnce.Do(func() { close(s.stopWatches) })
+}
+
+// readyz answers /readyz: ok, or 503 naming the first check that fails.
+// A store that cannot take writes (a full disk; reads are still served)
+// or whose etcd is unreachable makes the server unready until it
+// recovers, and so does a failing Config.ReadyChecks entry (a mirror
+// behind its source). As kube-apiserver's, `?exclude=NAME` leaves a check
+// out (a probe that must pass while the server serves what it has can
+// exclude the mirror), and `?verbose` lists every check.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	excluded := map[string]bool{}
+	for _, n := range q["exclude"] {
+		excluded[n] = true
+	}
+	_, verbose := q["verbose"]
+	var report strings.Builder
+	failed := ""
+	check := func(name string, err error) {
+		switch {
+		case excluded[name]:
+			fmt.Fprintf(&report, "[+]%s excluded: ok\n", name)
+		case err != nil:
+			fmt.Fprintf(&report, "[-]%s failed: %v\n", name, err)
+			if failed == "" {
+				failed = name + ": " + err.Error()
+			}
+		default:
+			fmt.Fprintf(&report, "[+]%s ok\n", name)
+		}
+	}
+	if s.shuttingDown.Load() {
+		check("shutdown", errors.New("shutting down"))
+	} else {
+		check("shutdown", nil)
+	}
+	var storeErr error
+	if hr, ok := s.cfg.Store.(storage.HealthReporter); ok {
+		storeErr = hr.Health()
+	}
+	check("storage", storeErr)
+	for _, c := range s.cfg.ReadyChecks {
+		check(c.Name(), c.Check(r))
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if failed != "" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		if verbose {
+			_, _ = w.Write([]byte(report.String() + "readyz check failed\n"))
+			return
+		}
+		_, _ = w.Write([]byte(failed + "\n"))
+		return
+	}
+	if verbose {
+		_, _ = w.Write([]byte(report.String() + "readyz check passed\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok"))
 }
 
 // Drain waits, after the http.Server's Shutdown, for the handlers that
@@ -147,16 +208,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 			return
 		}
-		// A store that cannot take writes (a full disk; reads are still
-		// served) or whose etcd is unreachable makes the server unready
-		// until it recovers.
-		if hr, ok := s.cfg.Store.(storage.HealthReporter); ok {
-			if err := hr.Health(); err != nil {
-				http.Error(w, "storage: "+err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-		}
-		_, _ = w.Write([]byte("ok"))
+		s.readyz(w, r)
 		return
 	case "/version":
 		w.Header().Set("Content-Type", "application/json")
@@ -212,6 +264,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rr resour
 		return
 	}
 	limit, class := s.readOnly, "readOnly"
+	if isMutating(rr.verb) && s.cfg.ReadOnly != "" {
+		writeStatus(rec, newStatus(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, s.cfg.ReadOnly))
+		return
+	}
 	if isMutating(rr.verb) {
 		limit, class = s.mutating, "mutating"
 		if !s.readBodyFirst(rec, r) {

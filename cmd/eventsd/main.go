@@ -23,6 +23,7 @@ import (
 	"github.com/kubevents/kubevents/admission/eventratelimit"
 	"github.com/kubevents/kubevents/export"
 	"github.com/kubevents/kubevents/export/exportconfig"
+	"github.com/kubevents/kubevents/mirror"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
@@ -73,6 +74,8 @@ type options struct {
 	etcdRequestTimeout time.Duration
 	etcdReadycheck     time.Duration
 	leaseReuseDuration int64
+
+	source sourceOptions
 }
 
 // Storage backends (--storage-backend).
@@ -147,6 +150,7 @@ events of a kube-apiserver.`,
 	f.DurationVar(&o.etcdReadycheck, "etcd-readycheck-timeout", etcdstore.DefaultReadycheckTimeout, "The timeout of /readyz's check of etcd, as kube-apiserver's flag.")
 	f.Int64Var(&o.leaseReuseDuration, "lease-reuse-duration-seconds", int64(etcdstore.DefaultLeaseReuseDuration/time.Second), "The time in seconds that each etcd lease is reused (capped at 5% of the TTL). A lower value avoids a large number of objects reusing one lease; it must not be too small, or etcd's lease count grows.")
 	f.BoolVar(&o.ui, "ui", true, "Serve the web timeline at /ui/ (its files without authentication; the API requests it makes are authenticated and authorized as any other).")
+	o.source.addFlags(f)
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind authentication and authorization when set: non-resource get on /debug/pprof/*).")
 	return cmd
 }
@@ -248,10 +252,24 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, Profiling: o.profiling,
+	scfg := server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions, UI: o.ui,
 		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout, BookmarkInterval: o.bookmarkEvery,
-		EventRateLimit: rateLimit, Retention: retentionConfig})
+		EventRateLimit: rateLimit, Retention: retentionConfig}
+	// The mirror, if any, writes into the store; the API then only reads
+	// (a local write would be a second source of truth beside the
+	// cluster's, which the mirror could overwrite or the API contradict).
+	var mir *mirror.Mirror
+	if o.source.enabled() {
+		var name string
+		if mir, name, err = newMirror(o.source, store, policy, reg, log); err != nil {
+			store.Close()
+			return err
+		}
+		scfg.ReadOnly = fmt.Sprintf("eventsd mirrors the events of the cluster of %s: they are read-only here; write events to that cluster's kube-apiserver", name)
+		scfg.ReadyChecks = append(scfg.ReadyChecks, mir)
+	}
+	srv, err := server.New(scfg)
 	if err != nil {
 		store.Close()
 		return err
@@ -278,6 +296,19 @@ func run(ctx context.Context, o options) error {
 		defer close(exportDone)
 		if exp != nil {
 			_ = exp.Run(exportCtx)
+		}
+	}()
+	// The mirror too runs until the server has stopped, and stops (saving
+	// its cursor) before the store closes.
+	mirrorCtx, stopMirror := context.WithCancel(context.Background())
+	defer stopMirror()
+	mirrorDone := make(chan struct{})
+	go func() {
+		defer close(mirrorDone)
+		if mir != nil {
+			if err := mir.Run(mirrorCtx); err != nil {
+				log.Error("the mirror stopped", "err", err)
+			}
 		}
 	}()
 	hs := srv.NewHTTPServer()
@@ -315,7 +346,9 @@ func run(ctx context.Context, o options) error {
 		log.Warn("handlers of timed-out requests still running at the shutdown deadline", "err", derr)
 	}
 	stopExport()
+	stopMirror()
 	<-exportDone
+	<-mirrorDone
 	if cerr := store.Close(); cerr != nil {
 		log.Error("closing the store", "err", cerr)
 		return cerr
