@@ -184,7 +184,7 @@ func (e *env) watchCommand() *cobra.Command {
 			sortByLast(rows)
 			p := e.printer(ns == "")
 			fw := &follower{q: q, ns: ns, log: klog.Background(),
-				selector: func() string { return f.selector(q.extensions()).String() },
+				selector: func() string { return selectorString(f.selector(q.extensions())) },
 				match: func(ev *eventsv1.Event) (*row, bool) {
 					r := newRow(ev)
 					return r, f.matches(r)

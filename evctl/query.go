@@ -3,6 +3,7 @@ package evctl
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,6 +65,18 @@ func (f filter) selector(ext bool) fields.Set {
 		}
 	}
 	return s
+}
+
+// selectorString renders s as a field selector, its terms sorted and
+// their values escaped with fields.EscapeValue, so that a name holding
+// "," "=" or "\\" stays one value (fields.Set.String does not escape).
+func selectorString(s fields.Set) string {
+	terms := make([]string, 0, len(s))
+	for k, v := range s {
+		terms = append(terms, k+"="+fields.EscapeValue(v))
+	}
+	slices.Sort(terms)
+	return strings.Join(terms, ",")
 }
 
 // matches applies every filter on the client: whatever the server could
@@ -143,7 +156,7 @@ func (q *querier) listAll(ctx context.Context, ns, selector string) ([]eventsv1.
 // as the server can, the rest here.
 func (q *querier) list(ctx context.Context, ns string, f filter) ([]*row, string, error) {
 	if len(f.extension()) > 0 && q.extensions() {
-		items, rv, err := q.listAll(ctx, ns, f.selector(true).String())
+		items, rv, err := q.listAll(ctx, ns, selectorString(f.selector(true)))
 		if err == nil {
 			return keep(items, f.matches), rv, nil
 		}
@@ -152,7 +165,7 @@ func (q *querier) list(ctx context.Context, ns string, f filter) ([]*row, string
 		}
 		q.noExt = true
 	}
-	items, rv, err := q.listAll(ctx, ns, f.selector(false).String())
+	items, rv, err := q.listAll(ctx, ns, selectorString(f.selector(false)))
 	if err != nil {
 		return nil, "", err
 	}
@@ -227,7 +240,7 @@ func involvesSelector(t target) string {
 	if t.namespaced {
 		s["involves.namespace"] = t.namespace
 	}
-	return s.String()
+	return selectorString(s)
 }
 
 // timeline returns every event that concerns t, as regarding or related

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -733,4 +734,60 @@ func TestTimelineNamespaceOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPage(t, ctx, "the refusal", `document.querySelector('#timeline').dataset.status === 'error' && document.querySelector('#status').textContent.includes('User "bob" cannot list resource "events"')`)
+}
+
+// TestTimelineEscapedNames opens the timelines of objects whose names
+// hold a field selector's separators. Their names are escaped in the
+// involves.* selector as apimachinery escapes values: "a=b" opens (not
+// the server's 400), and "victim,type=Warning" shows its own event, not
+// the Warning events of the object named "victim".
+func TestTimelineEscapedNames(t *testing.T) {
+	ctx := browser(t)
+	srv := startEventsd(t, true, false)
+	now := time.Now()
+	create := func(name, object, typ, reason string) {
+		t.Helper()
+		_, err := srv.cs.EventsV1().Events("default").Create(context.Background(), &eventsv1.Event{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, EventTime: metav1.NewMicroTime(now.Add(-time.Minute)),
+			Type: typ, Reason: reason, Action: "Test", Note: reason + " about " + object,
+			ReportingController: "test", ReportingInstance: "test-1",
+			Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: object},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("ab.1", "a=b", corev1.EventTypeNormal, "Pulled")
+	create("victim.1", "victim", corev1.EventTypeWarning, "Secret")
+	create("comma.1", "victim,type=Warning", corev1.EventTypeNormal, "Started")
+	create("slash.1", `back\slash`, corev1.EventTypeNormal, "Created")
+
+	for _, c := range []struct{ name, lanes string }{
+		{"a=b", "regarding Normal Pulled []: mark/Normal/x1/\n"},
+		{"victim,type=Warning", "regarding Normal Started []: mark/Normal/x1/\n"},
+		{`back\slash`, "regarding Normal Created []: mark/Normal/x1/\n"},
+		{"victim", "regarding Warning Secret []: mark/Warning/x1/\n"},
+	} {
+		object := "default/Pod/" + c.name
+		if err := chromedp.Do(ctx, chromedp.Navigate(srv.url+"/ui/?"+url.Values{"object": {object}}.Encode())); err != nil {
+			t.Fatal(err)
+		}
+		waitPage(t, ctx, c.name+"'s timeline", `['ready', 'error'].includes(document.querySelector('#timeline').dataset.status) && document.querySelector('#object-title').textContent === `+jsString(object))
+		status, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#timeline').dataset.status + ' ' + document.querySelector('#timeline').dataset.mode + ' ' + document.querySelector('#status').textContent`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != "ready extensions " {
+			t.Errorf("%q: timeline status, mode and message %q, want ready with extensions and no message", c.name, status)
+		}
+		if got := summary(lanes(t, ctx)); got != c.lanes {
+			t.Errorf("%q's lanes:\n%s\nwant:\n%s", c.name, got, c.lanes)
+		}
+	}
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

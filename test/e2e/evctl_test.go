@@ -310,3 +310,50 @@ func TestEvctlTimelineWatch(t *testing.T) {
 		}
 	}
 }
+
+// TestEvctlEscapedNames: objects and reasons whose values hold a field
+// selector's separators ("," "=" "\") are one escaped value in evctl's
+// selectors, with and without eventsd's extensions: "a=b" is found (not
+// refused with 400), and "victim,type=Warning" shows its own event, not
+// the Warning events of the pod named "victim".
+func TestEvctlEscapedNames(t *testing.T) {
+	t.Parallel()
+	for _, ext := range []bool{true, false} {
+		p := eventsdtest.Start(t, eventsdtest.Options{Args: []string{fmt.Sprintf("--extensions=%v", ext)}})
+		cs := p.Clientset()
+		mk := func(name, object, typ, reason string) {
+			t.Helper()
+			_, err := cs.CoreV1().Events("default").Create(context.Background(), &corev1.Event{
+				ObjectMeta:     metav1.ObjectMeta{Name: name},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "default", Name: object},
+				Reason:         reason, Message: "about " + object, Type: typ, Count: 1, FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(),
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		mk("ab", "a=b", "Normal", "Pulled")
+		mk("victim", "victim", "Warning", "Secret")
+		mk("comma", "victim,type=Warning", "Normal", "Started")
+		mk("slash", `back\slash`, "Normal", "Odd,reason=x")
+
+		for _, c := range []struct {
+			args []string
+			want string // the one row's reason
+		}{
+			{[]string{"get", "--for", "pod/a=b"}, "Pulled"},
+			{[]string{"get", "--for", "pod/victim,type=Warning"}, "Started"},
+			{[]string{"get", "--for", "pod/victim"}, "Secret"},
+			{[]string{"get", "--reason", "Odd,reason=x"}, "Odd,reason=x"},
+			{[]string{"timeline", "pod/a=b"}, "Pulled"},
+			{[]string{"timeline", "pod/victim,type=Warning"}, "Started"},
+			{[]string{"timeline", `pod/back\slash`}, "Odd,reason=x"},
+		} {
+			out, _ := evctlRun(t, p.URL, c.args...)
+			rows := strings.Split(strings.TrimSpace(out), "\n")[1:]
+			if len(rows) != 1 || !strings.Contains(rows[0], " "+c.want+" ") {
+				t.Errorf("ext=%v evctl %q: want one %s row:\n%s", ext, c.args, c.want, out)
+			}
+		}
+	}
+}
