@@ -217,7 +217,10 @@ func (e *env) timelineCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows, rv, err := q.timeline(cmd.Context(), t)
+			q.narrowed = func(ns string, err error) {
+				fmt.Fprintf(e.errOut, "Warning: %v; showing the events in namespace %q only.\n", err, ns)
+			}
+			rows, rv, err := q.timeline(cmd.Context(), t, ns)
 			if err != nil {
 				return err
 			}
@@ -230,7 +233,7 @@ func (e *env) timelineCommand() *cobra.Command {
 			if !follow {
 				return p.timeline(rows)
 			}
-			fw := &follower{q: q, ns: metav1.NamespaceAll, log: klog.Background(),
+			fw := &follower{q: q, ns: q.narrowedTo, log: klog.Background(),
 				selector: func() string {
 					if q.extensions() {
 						return involvesSelector(t)
@@ -243,7 +246,7 @@ func (e *env) timelineCommand() *cobra.Command {
 					r.role = role
 					return r, role != ""
 				},
-				relist: func(ctx context.Context) ([]*row, string, error) { return q.timeline(ctx, t) },
+				relist: func(ctx context.Context) ([]*row, string, error) { return q.timeline(ctx, t, ns) },
 				print:  func(rows []*row) error { return p.stream(rows, true) },
 			}
 			if err := fw.print(fw.fresh(rows)); err != nil {

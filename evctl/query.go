@@ -121,6 +121,12 @@ type querier struct {
 	// noExt is set once the server has refused an extension selector;
 	// until then the extensions are tried.
 	noExt bool
+	// narrowedTo is the namespace a timeline reads instead of every
+	// namespace, once the server refused those (403); "" until then.
+	narrowedTo string
+	// narrowed, if set, is told when a timeline is narrowed to ns after
+	// the server refused the list of every namespace with err.
+	narrowed func(ns string, err error)
 }
 
 // extensions reports whether queries should use eventsd's extensions:
@@ -244,13 +250,30 @@ func involvesSelector(t target) string {
 }
 
 // timeline returns every event that concerns t, as regarding or related
-// object, with the resourceVersion to watch from. eventsd answers one
-// involves.* query; another server gets one list of every event in every
-// namespace, filtered here, since no upstream selector reaches the related
+// object, with the resourceVersion to watch from, from every namespace
+// (events about an object may be in any). A user who may not list events
+// across namespaces (the server answers 403) gets them from fallback, the
+// namespace of the context or -n, as the web page does: q.narrowedTo says
+// so from then on, for the watch and later lists.
+func (q *querier) timeline(ctx context.Context, t target, fallback string) ([]*row, string, error) {
+	rows, rv, err := q.timelineIn(ctx, q.narrowedTo, t)
+	if q.narrowedTo == metav1.NamespaceAll && fallback != metav1.NamespaceAll && apierrors.IsForbidden(err) {
+		q.narrowedTo = fallback
+		if q.narrowed != nil {
+			q.narrowed(fallback, err)
+		}
+		rows, rv, err = q.timelineIn(ctx, fallback, t)
+	}
+	return rows, rv, err
+}
+
+// timelineIn returns the events in ns ("" for all) that concern t. eventsd
+// answers one involves.* query; another server gets one list of every
+// event, filtered here, since no upstream selector reaches the related
 // object.
-func (q *querier) timeline(ctx context.Context, t target) ([]*row, string, error) {
+func (q *querier) timelineIn(ctx context.Context, ns string, t target) ([]*row, string, error) {
 	if q.extensions() {
-		items, rv, err := q.listAll(ctx, metav1.NamespaceAll, involvesSelector(t))
+		items, rv, err := q.listAll(ctx, ns, involvesSelector(t))
 		if err == nil {
 			return withRoles(items, t), rv, nil
 		}
@@ -259,7 +282,7 @@ func (q *querier) timeline(ctx context.Context, t target) ([]*row, string, error
 		}
 		q.noExt = true
 	}
-	items, rv, err := q.listAll(ctx, metav1.NamespaceAll, "")
+	items, rv, err := q.listAll(ctx, ns, "")
 	if err != nil {
 		return nil, "", err
 	}
