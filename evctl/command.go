@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kubevents/kubevents/internal/buildinfo"
 )
 
 // filterFlags are the selection flags of get and watch.
@@ -87,6 +89,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	e.conn.add(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "", "Output format: wide, json or yaml.")
 	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand())
+	buildinfo.AddVersionFlag(root)
 	return root
 }
 

@@ -19,6 +19,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kubevents/kubevents/internal/buildinfo"
 )
 
 func main() {
@@ -47,5 +49,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand(), newExportCommand())
+	buildinfo.AddVersionFlag(root)
 	return root
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/kubevents/kubevents/admission/eventratelimit"
 	"github.com/kubevents/kubevents/export"
 	"github.com/kubevents/kubevents/export/exportconfig"
+	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
@@ -148,6 +149,7 @@ events of a kube-apiserver.`,
 	f.Int64Var(&o.leaseReuseDuration, "lease-reuse-duration-seconds", int64(etcdstore.DefaultLeaseReuseDuration/time.Second), "The time in seconds that each etcd lease is reused (capped at 5% of the TTL). A lower value avoids a large number of objects reusing one lease; it must not be too small, or etcd's lease count grows.")
 	f.BoolVar(&o.ui, "ui", true, "Serve the web timeline at /ui/ (its files without authentication; the API requests it makes are authenticated and authorized as any other).")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind authentication and authorization when set: non-resource get on /debug/pprof/*).")
+	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }
 
@@ -294,7 +296,7 @@ func run(ctx context.Context, o options) error {
 	if o.tlsCertFile != "" {
 		scheme = "https"
 	}
-	log.Info("eventsd serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(),
+	log.Info("eventsd serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "version", buildinfo.Get().GitVersion,
 		"storageBackend", o.storageBackend, "dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", store.Stats().Events,
 		"auth", auth.Authenticator != nil, "authorizationModes", strings.Join(auth.Modes, ","))
 
@@ -330,7 +332,7 @@ func newExporter(c *exportconfig.Configuration, store storage.Interface, reg pro
 	if !ok {
 		return nil, errors.New("the storage backend cannot keep export cursors")
 	}
-	specs, err := c.Build(exportconfig.BuildOptions{Version: server.DefaultVersion.GitVersion})
+	specs, err := c.Build(exportconfig.BuildOptions{Version: buildinfo.Get().GitVersion})
 	if err != nil {
 		return nil, err
 	}
