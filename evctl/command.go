@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/kubevents/kubevents/internal/buildinfo"
 )
 
 // filterFlags are the selection flags of get and watch.
@@ -87,6 +89,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	e.conn.add(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "", "Output format: wide, json or yaml.")
 	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand())
+	buildinfo.AddVersionFlag(root)
 	return root
 }
 
@@ -184,7 +187,7 @@ func (e *env) watchCommand() *cobra.Command {
 			sortByLast(rows)
 			p := e.printer(ns == "")
 			fw := &follower{q: q, ns: ns, log: klog.Background(),
-				selector: func() string { return f.selector(q.extensions()).String() },
+				selector: func() string { return selectorString(f.selector(q.extensions())) },
 				match: func(ev *eventsv1.Event) (*row, bool) {
 					r := newRow(ev)
 					return r, f.matches(r)
@@ -217,7 +220,10 @@ func (e *env) timelineCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows, rv, err := q.timeline(cmd.Context(), t)
+			q.narrowed = func(ns string, err error) {
+				fmt.Fprintf(e.errOut, "Warning: %v; showing the events in namespace %q only.\n", err, ns)
+			}
+			rows, rv, err := q.timeline(cmd.Context(), t, ns)
 			if err != nil {
 				return err
 			}
@@ -230,7 +236,7 @@ func (e *env) timelineCommand() *cobra.Command {
 			if !follow {
 				return p.timeline(rows)
 			}
-			fw := &follower{q: q, ns: metav1.NamespaceAll, log: klog.Background(),
+			fw := &follower{q: q, ns: q.narrowedTo, log: klog.Background(),
 				selector: func() string {
 					if q.extensions() {
 						return involvesSelector(t)
@@ -243,7 +249,7 @@ func (e *env) timelineCommand() *cobra.Command {
 					r.role = role
 					return r, role != ""
 				},
-				relist: func(ctx context.Context) ([]*row, string, error) { return q.timeline(ctx, t) },
+				relist: func(ctx context.Context) ([]*row, string, error) { return q.timeline(ctx, t, ns) },
 				print:  func(rows []*row) error { return p.stream(rows, true) },
 			}
 			if err := fw.print(fw.fresh(rows)); err != nil {

@@ -3,6 +3,7 @@ package evctl
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +67,18 @@ func (f filter) selector(ext bool) fields.Set {
 	return s
 }
 
+// selectorString renders s as a field selector, its terms sorted and
+// their values escaped with fields.EscapeValue, so that a name holding
+// "," "=" or "\\" stays one value (fields.Set.String does not escape).
+func selectorString(s fields.Set) string {
+	terms := make([]string, 0, len(s))
+	for k, v := range s {
+		terms = append(terms, k+"="+fields.EscapeValue(v))
+	}
+	slices.Sort(terms)
+	return strings.Join(terms, ",")
+}
+
 // matches applies every filter on the client: whatever the server could
 // not select on, and nothing more (it agrees with the server elsewhere).
 func (f filter) matches(r *row) bool {
@@ -108,6 +121,12 @@ type querier struct {
 	// noExt is set once the server has refused an extension selector;
 	// until then the extensions are tried.
 	noExt bool
+	// narrowedTo is the namespace a timeline reads instead of every
+	// namespace, once the server refused those (403); "" until then.
+	narrowedTo string
+	// narrowed, if set, is told when a timeline is narrowed to ns after
+	// the server refused the list of every namespace with err.
+	narrowed func(ns string, err error)
 }
 
 // extensions reports whether queries should use eventsd's extensions:
@@ -143,7 +162,7 @@ func (q *querier) listAll(ctx context.Context, ns, selector string) ([]eventsv1.
 // as the server can, the rest here.
 func (q *querier) list(ctx context.Context, ns string, f filter) ([]*row, string, error) {
 	if len(f.extension()) > 0 && q.extensions() {
-		items, rv, err := q.listAll(ctx, ns, f.selector(true).String())
+		items, rv, err := q.listAll(ctx, ns, selectorString(f.selector(true)))
 		if err == nil {
 			return keep(items, f.matches), rv, nil
 		}
@@ -152,7 +171,7 @@ func (q *querier) list(ctx context.Context, ns string, f filter) ([]*row, string
 		}
 		q.noExt = true
 	}
-	items, rv, err := q.listAll(ctx, ns, f.selector(false).String())
+	items, rv, err := q.listAll(ctx, ns, selectorString(f.selector(false)))
 	if err != nil {
 		return nil, "", err
 	}
@@ -227,17 +246,34 @@ func involvesSelector(t target) string {
 	if t.namespaced {
 		s["involves.namespace"] = t.namespace
 	}
-	return s.String()
+	return selectorString(s)
 }
 
 // timeline returns every event that concerns t, as regarding or related
-// object, with the resourceVersion to watch from. eventsd answers one
-// involves.* query; another server gets one list of every event in every
-// namespace, filtered here, since no upstream selector reaches the related
+// object, with the resourceVersion to watch from, from every namespace
+// (events about an object may be in any). A user who may not list events
+// across namespaces (the server answers 403) gets them from fallback, the
+// namespace of the context or -n, as the web page does: q.narrowedTo says
+// so from then on, for the watch and later lists.
+func (q *querier) timeline(ctx context.Context, t target, fallback string) ([]*row, string, error) {
+	rows, rv, err := q.timelineIn(ctx, q.narrowedTo, t)
+	if q.narrowedTo == metav1.NamespaceAll && fallback != metav1.NamespaceAll && apierrors.IsForbidden(err) {
+		q.narrowedTo = fallback
+		if q.narrowed != nil {
+			q.narrowed(fallback, err)
+		}
+		rows, rv, err = q.timelineIn(ctx, fallback, t)
+	}
+	return rows, rv, err
+}
+
+// timelineIn returns the events in ns ("" for all) that concern t. eventsd
+// answers one involves.* query; another server gets one list of every
+// event, filtered here, since no upstream selector reaches the related
 // object.
-func (q *querier) timeline(ctx context.Context, t target) ([]*row, string, error) {
+func (q *querier) timelineIn(ctx context.Context, ns string, t target) ([]*row, string, error) {
 	if q.extensions() {
-		items, rv, err := q.listAll(ctx, metav1.NamespaceAll, involvesSelector(t))
+		items, rv, err := q.listAll(ctx, ns, involvesSelector(t))
 		if err == nil {
 			return withRoles(items, t), rv, nil
 		}
@@ -246,7 +282,7 @@ func (q *querier) timeline(ctx context.Context, t target) ([]*row, string, error
 		}
 		q.noExt = true
 	}
-	items, rv, err := q.listAll(ctx, metav1.NamespaceAll, "")
+	items, rv, err := q.listAll(ctx, ns, "")
 	if err != nil {
 		return nil, "", err
 	}

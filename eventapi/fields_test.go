@@ -40,7 +40,13 @@ func TestParseFieldSelector(t *testing.T) {
 			t.Errorf("%v %q: got %q, want %q", c.v, c.raw, sel.String(), c.want)
 		}
 	}
-	_, err := ParseFieldSelector(CoreV1, "foo=bar", true)
+	// Escaped values (fields.EscapeValue, as evctl and the web page send
+	// them) are read back as the names they escape.
+	sel, err := ParseFieldSelector(EventsV1, `involves.kind=Pod,involves.name=victim\,type\=Warning\\x`, true)
+	if name, ok := sel.Equal(FieldInvolvesName); err != nil || !ok || name != `victim,type=Warning\x` || len(sel) != 2 {
+		t.Errorf("escaped involves.name: %v, %q %v in %d terms", err, name, ok, len(sel))
+	}
+	_, err = ParseFieldSelector(CoreV1, "foo=bar", true)
 	var uf *UnsupportedFieldError
 	if !errors.As(err, &uf) || uf.Label != "foo" {
 		t.Errorf("unsupported label error is %T %v", err, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/kubevents/kubevents/export"
+	"github.com/kubevents/kubevents/export/webhook"
+	"github.com/kubevents/kubevents/export/webhook/webhooktest"
 	"github.com/kubevents/kubevents/internal/metricstest"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/pebblestore"
@@ -551,4 +554,38 @@ func TestCursorZeroResumesFromOrigin(t *testing.T) {
 	sink := &export.FakeSink{}
 	e.start(export.SinkSpec{Name: "s", Sink: sink})
 	e.until("the three changes", func() bool { return len(sink.Records()) == 3 })
+}
+
+// TestWebhookResentBatchKeepsItsKeys: a batch the webhook did not
+// acknowledge (503) is sent again as it was: the same Idempotency-Key
+// header (its first and last records' keys) and the same records with
+// the same keys, so a receiver that stored it the first time can tell.
+func TestWebhookResentBatchKeepsItsKeys(t *testing.T) {
+	e := newEnv(t, pebblestore.Options{})
+	r := webhooktest.New(t, webhooktest.Options{})
+	sink, err := webhook.New(webhook.Config{URL: r.URL()}, webhook.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.FailNext(2, http.StatusServiceUnavailable, "")
+	e.start(export.SinkSpec{Name: "hook", Sink: sink, MaxBatch: 5})
+	e.until("the cursor", func() bool { return e.store.cursor("hook") >= 0 })
+	for range 5 {
+		e.create("default", corev1.EventTypeNormal, "R")
+	}
+	e.until("the acknowledged batch", func() bool { return len(r.Records()) == 5 })
+	reqs := r.Requests()
+	if len(reqs) != 3 || reqs[0].Status != http.StatusServiceUnavailable || reqs[1].Status != http.StatusServiceUnavailable || reqs[2].Status != http.StatusOK {
+		t.Fatalf("%d requests: want 503, 503, then 200", len(reqs))
+	}
+	recs := reqs[2].Records
+	want := recs[0].Key + ".." + recs[4].Key
+	for i, q := range reqs {
+		if got := q.Header.Get("Idempotency-Key"); got != want {
+			t.Errorf("attempt %d: Idempotency-Key %q, want %q", i+1, got, want)
+		}
+		if got := keys(q.Records); strings.Join(got, " ") != strings.Join(keys(recs), " ") {
+			t.Errorf("attempt %d: records %q, want %q", i+1, got, keys(recs))
+		}
+	}
 }

@@ -23,6 +23,7 @@ import (
 	clientevents "k8s.io/client-go/tools/events"
 
 	"github.com/kubevents/kubevents/events"
+	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/pleg"
 )
 
@@ -77,6 +78,7 @@ keeps failing. Repeats become event series, not a flood.`,
 	f.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info, warn or error.")
 	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "How long to write pending event counts on SIGTERM or SIGINT.")
 	f.BoolVar(&o.LiveSeriesCounts, "live-series-counts", true, "Write a repeating event's count as its series ages (at 10 s, then whenever its age doubles, up to every 30 min), not only when it starts, every 30 min and when it ends.")
+	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }
 

@@ -96,6 +96,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"duplicate field", head + "rules:\n- ttl: 1h\n  ttl: 2h\n", `ttl`},
 		{"missing ttl", head + "rules:\n- types: [Warning]\n", "rules[0].ttl: Required value"},
 		{"bad duration", head + "rules:\n- ttl: 1h\n- ttl: 7d\n", `rules[1].ttl: Invalid value: "7d"`},
+		{"wrong type", head + "rules:\n- ttl: 1h\n- ttl: true\n", `decoding RetentionConfiguration: rules[1].ttl: Invalid value: true: want a string`},
 		{"zero ttl", head + "rules:\n- ttl: 0s\n", `rules[0].ttl: Invalid value: "0s": must be positive`},
 		{"negative ttl", head + "rules:\n- ttl: -1h\n", `rules[0].ttl: Invalid value: "-1h": must be positive`},
 		{"unknown type", head + "rules:\n- types: [Normal, Error]\n  ttl: 1h\n", `rules[0].types[1]: Unsupported value: "Error"`},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubevents/kubevents/admission/eventratelimit"
+	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,7 +70,8 @@ type Config struct {
 	BookmarkInterval time.Duration
 	// MinWatchTimeout bounds watches without timeoutSeconds.
 	MinWatchTimeout time.Duration
-	// Version is served at /version.
+	// Version is served at /version; by default this binary's build
+	// (internal/buildinfo).
 	Version version.Info
 	// Profiling serves Go profiles at /debug/pprof/.
 	Profiling bool
@@ -169,16 +171,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if c.Version.GitVersion == "" {
-		c.Version = DefaultVersion
+		c.Version = buildinfo.Get()
 	}
 	return c
-}
-
-// DefaultVersion is what /version reports: the Kubernetes API level whose
-// Events API eventsd implements, so clients' version checks pass.
-var DefaultVersion = version.Info{
-	Major:      "1",
-	Minor:      "32",
-	GitVersion: "v1.32.0-kubevents",
-	Platform:   "linux/amd64",
 }

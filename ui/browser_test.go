@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -406,6 +407,22 @@ func TestTimelineInBrowser(t *testing.T) {
 			if want := []string{"default 6 8"}; !slices.Equal(namespaces, want) {
 				t.Errorf("overview's namespaces %q, want %q", namespaces, want)
 			}
+			// The headings say what is counted: event objects (6, a
+			// series once) and Warning occurrences (8, a series its count).
+			headings, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('#overview th, #overview h2')].map(h => h.textContent.trim())`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"Events stored", "Warning occurrences, last hour", "Most Warning occurrences in the last hour in all namespaces", "Warning occurrences"} {
+				if !slices.Contains(headings, want) {
+					t.Errorf("overview headings %q lack %q", headings, want)
+				}
+			}
+			// "Forget token" shows only while a token is kept.
+			forget := `getComputedStyle(document.querySelector('#forget-token')).display !== 'none'`
+			if shown, err := chromedp.Run(ctx, chromedp.Evaluate[bool](forget)); err != nil || shown != c.auth {
+				t.Errorf("Forget token shown: %v (%v), want %v (a token is kept: %v)", shown, err, c.auth, c.auth)
+			}
 			// The search box takes namespace/kind/name, the kind as
 			// kubectl takes it.
 			if err := chromedp.Do(ctx,
@@ -735,4 +752,138 @@ func TestTimelineNamespaceOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPage(t, ctx, "the refusal", `document.querySelector('#timeline').dataset.status === 'error' && document.querySelector('#status').textContent.includes('User "bob" cannot list resource "events"')`)
+
+	// "Forget token" shows while the tab keeps bob's token; once clicked
+	// it hides, and the page asks for a token again.
+	forget := `getComputedStyle(document.querySelector('#forget-token')).display`
+	waitPage(t, ctx, "Forget token shown", forget+` !== 'none'`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#forget-token"))); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, "Forget token hidden", forget+` === 'none' && document.querySelector('#status').textContent === 'Token forgotten for this tab.'`)
+	if err := chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/ui/?object=default/pod/web-1")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, "the token prompt again", `document.querySelector('#token-dialog').open`)
+}
+
+// TestTimelineEscapedNames opens the timelines of objects whose names
+// hold a field selector's separators. Their names are escaped in the
+// involves.* selector as apimachinery escapes values: "a=b" opens (not
+// the server's 400), and "victim,type=Warning" shows its own event, not
+// the Warning events of the object named "victim".
+func TestTimelineEscapedNames(t *testing.T) {
+	ctx := browser(t)
+	srv := startEventsd(t, true, false)
+	now := time.Now()
+	create := func(name, object, typ, reason string) {
+		t.Helper()
+		_, err := srv.cs.EventsV1().Events("default").Create(context.Background(), &eventsv1.Event{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, EventTime: metav1.NewMicroTime(now.Add(-time.Minute)),
+			Type: typ, Reason: reason, Action: "Test", Note: reason + " about " + object,
+			ReportingController: "test", ReportingInstance: "test-1",
+			Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: object},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("ab.1", "a=b", corev1.EventTypeNormal, "Pulled")
+	create("victim.1", "victim", corev1.EventTypeWarning, "Secret")
+	create("comma.1", "victim,type=Warning", corev1.EventTypeNormal, "Started")
+	create("slash.1", `back\slash`, corev1.EventTypeNormal, "Created")
+
+	for _, c := range []struct{ name, lanes string }{
+		{"a=b", "regarding Normal Pulled []: mark/Normal/x1/\n"},
+		{"victim,type=Warning", "regarding Normal Started []: mark/Normal/x1/\n"},
+		{`back\slash`, "regarding Normal Created []: mark/Normal/x1/\n"},
+		{"victim", "regarding Warning Secret []: mark/Warning/x1/\n"},
+	} {
+		object := "default/Pod/" + c.name
+		if err := chromedp.Do(ctx, chromedp.Navigate(srv.url+"/ui/?"+url.Values{"object": {object}}.Encode())); err != nil {
+			t.Fatal(err)
+		}
+		waitPage(t, ctx, c.name+"'s timeline", `['ready', 'error'].includes(document.querySelector('#timeline').dataset.status) && document.querySelector('#object-title').textContent === `+jsString(object))
+		status, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#timeline').dataset.status + ' ' + document.querySelector('#timeline').dataset.mode + ' ' + document.querySelector('#status').textContent`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != "ready extensions " {
+			t.Errorf("%q: timeline status, mode and message %q, want ready with extensions and no message", c.name, status)
+		}
+		if got := summary(lanes(t, ctx)); got != c.lanes {
+			t.Errorf("%q's lanes:\n%s\nwant:\n%s", c.name, got, c.lanes)
+		}
+	}
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// TestSeriesLabelsStayInside: a series' bar and its label (×N state) are
+// drawn whole within the track at every zoom, also for a recent series
+// that is a sliver at the right edge at wide zooms, and the label never
+// over its own bar unless it is written inside it.
+func TestSeriesLabelsStayInside(t *testing.T) {
+	ctx := browser(t)
+	srv := startEventsd(t, true, false)
+	now := time.Now()
+	create := func(name, reason string, first, last time.Time, count int32, state string) {
+		t.Helper()
+		ev := &eventsv1.Event{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{events.SeriesStateAnnotation: state}},
+			EventTime:  metav1.NewMicroTime(first),
+			Type:       corev1.EventTypeWarning, Reason: reason, Action: "Test", Note: reason,
+			ReportingController: "test", ReportingInstance: "test-1",
+			Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-1"},
+			Series:    &eventsv1.EventSeries{Count: count, LastObservedTime: metav1.NewMicroTime(last)},
+		}
+		if _, err := srv.cs.EventsV1().Events("default").Create(context.Background(), ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A recent series, ending now; one from the start of the window to
+	// its end; a short one at the left edge of "all".
+	create("recent", "BackOff", now.Add(-90*time.Second), now, 12345, "ongoing")
+	create("long", "Unhealthy", now.Add(-23*time.Hour), now.Add(-time.Minute), 4, "ongoing")
+	create("old", "Pulling", now.Add(-23*time.Hour-50*time.Minute), now.Add(-23*time.Hour-49*time.Minute), 99999, "finished")
+
+	const labelsJS = `[...document.querySelectorAll('#lanes .item.bar')].map(g => {
+		const text = g.querySelector('text.bar-label'), bar = g.querySelector('rect').getBBox(), b = text.getBBox();
+		return {Reason: g.dataset.reason, Text: text.textContent, Inside: text.classList.contains('inside'),
+			X: b.x, W: b.width, BarX: bar.x, BarW: bar.width, Track: +g.ownerSVGElement.getAttribute('width')};
+	})`
+	type label struct {
+		Reason, Text            string
+		Inside                  bool
+		X, W, BarX, BarW, Track float64
+	}
+	for _, zoom := range []string{"15m", "1h", "6h", "24h", "all"} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(srv.url+"/ui/?object=default/Pod/web-1&zoom="+zoom)); err != nil {
+			t.Fatal(err)
+		}
+		waitPage(t, ctx, "the timeline at "+zoom, `document.querySelector('#timeline').dataset.status === 'ready' && document.querySelectorAll('#lanes .item.bar').length > 0`)
+		labels, err := chromedp.Run(ctx, chromedp.Evaluate[[]label](labelsJS))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range labels {
+			if l.BarX < 0 || l.BarX+l.BarW > l.Track+0.5 {
+				t.Errorf("zoom %s: %s's bar spans %.1f to %.1f, outside its track of %.0f px", zoom, l.Reason, l.BarX, l.BarX+l.BarW, l.Track)
+			}
+			if l.X < 0 || l.X+l.W > l.Track+0.5 {
+				t.Errorf("zoom %s: %s's label %q spans %.1f to %.1f, outside its track of %.0f px", zoom, l.Reason, l.Text, l.X, l.X+l.W, l.Track)
+			}
+			if overlap := min(l.X+l.W, l.BarX+l.BarW) - max(l.X, l.BarX); l.Inside != (overlap > 0) || l.Inside && (l.X < l.BarX || l.X+l.W > l.BarX+l.BarW) {
+				t.Errorf("zoom %s: %s's label %q (inside: %v) at %.1f–%.1f, its bar at %.1f–%.1f: want it inside the bar or clear of it",
+					zoom, l.Reason, l.Text, l.Inside, l.X, l.X+l.W, l.BarX, l.BarX+l.BarW)
+			}
+		}
+		if zoom == "24h" && len(labels) != 3 {
+			t.Errorf("zoom 24h: %d series drawn as bars, want 3", len(labels))
+		}
+	}
 }

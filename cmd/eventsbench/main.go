@@ -20,6 +20,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/kubevents/kubevents/internal/buildinfo"
 )
 
 func main() {
@@ -48,5 +50,6 @@ func newRootCommand() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand(), newExportCommand(), newWatchStormCommand())
+	buildinfo.AddVersionFlag(root)
 	return root
 }

@@ -9,11 +9,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +25,7 @@ import (
 	"github.com/kubevents/kubevents/admission/eventratelimit"
 	"github.com/kubevents/kubevents/export"
 	"github.com/kubevents/kubevents/export/exportconfig"
+	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/mirror"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
@@ -152,6 +155,7 @@ events of a kube-apiserver.`,
 	f.BoolVar(&o.ui, "ui", true, "Serve the web timeline at /ui/ (its files without authentication; the API requests it makes are authenticated and authorized as any other).")
 	o.source.addFlags(f)
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind authentication and authorization when set: non-resource get on /debug/pprof/*).")
+	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }
 
@@ -201,6 +205,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	var rateLimit *eventratelimit.Limiter
+	var rateLimitConfig *eventratelimit.Configuration
 	if o.admissionConfig != "" {
 		c, ignored, err := eventratelimit.LoadAdmissionConfigFile(o.admissionConfig)
 		if err != nil {
@@ -212,6 +217,7 @@ func run(ctx context.Context, o options) error {
 		if rateLimit, err = eventratelimit.New(c, eventratelimit.Options{}); err != nil {
 			return fmt.Errorf("--admission-control-config-file: %w", err)
 		}
+		rateLimitConfig = c
 	}
 	var retentionConfig *retention.Configuration
 	if o.retentionConfig != "" {
@@ -247,10 +253,40 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	store, err := openStore(o, log, reg, ruleOf)
+	// The address is taken before the store is opened or created: a
+	// port in use changes nothing on disk.
+	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	// A start that fails once its store is open (a sink that cannot be
+	// built) leaves no data directory it created behind; one that existed
+	// is kept, whatever it holds. It is removed while the store's lock is
+	// still held, so that another eventsd cannot have opened it; a store
+	// that failed to open (locked by another eventsd) removes nothing.
+	var created string
+	if o.storageBackend == backendPebble {
+		if created, err = missingDir(o.dataDir); err != nil {
+			ln.Close()
+			return fmt.Errorf("--data-dir: %w", err)
+		}
+	}
+	var store storage.Interface
+	failStart := func(err error) error {
+		ln.Close()
+		if store != nil {
+			if created != "" {
+				if rerr := os.RemoveAll(created); rerr != nil {
+					log.Error("removing the data directory this failed start created", "dir", created, "err", rerr)
+				}
+			}
+			store.Close()
+		}
 		return err
+	}
+	reg := prometheus.NewRegistry()
+	if store, err = openStore(o, log, reg, ruleOf); err != nil {
+		return failStart(err)
 	}
 	scfg := server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions, UI: o.ui,
@@ -263,30 +299,21 @@ func run(ctx context.Context, o options) error {
 	if o.source.enabled() {
 		var name string
 		if mir, name, err = newMirror(o.source, store, policy, reg, log); err != nil {
-			store.Close()
-			return err
+			return failStart(err)
 		}
 		scfg.ReadOnly = fmt.Sprintf("eventsd mirrors the events of the cluster of %s: they are read-only here; write events to that cluster's kube-apiserver", name)
 		scfg.ReadyChecks = append(scfg.ReadyChecks, mir)
 	}
 	srv, err := server.New(scfg)
 	if err != nil {
-		store.Close()
-		return err
-	}
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		store.Close()
-		return fmt.Errorf("--listen: %w", err)
+		return failStart(err)
 	}
 	// The exporter runs until the server has stopped taking writes, and
 	// stops before the store closes.
 	var exp *export.Exporter
 	if exportConfig != nil {
 		if exp, err = newExporter(exportConfig, store, reg, log); err != nil {
-			ln.Close()
-			store.Close()
-			return fmt.Errorf("--export-config: %w", err)
+			return failStart(fmt.Errorf("--export-config: %w", err))
 		}
 	}
 	exportCtx, stopExport := context.WithCancel(context.Background())
@@ -325,7 +352,8 @@ func run(ctx context.Context, o options) error {
 	if o.tlsCertFile != "" {
 		scheme = "https"
 	}
-	log.Info("eventsd serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(),
+	logPolicies(log, retentionConfig, policy, o.eventTTL, rateLimitConfig)
+	log.Info("eventsd serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "version", buildinfo.Get().GitVersion,
 		"storageBackend", o.storageBackend, "dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", store.Stats().Events,
 		"auth", auth.Authenticator != nil, "authorizationModes", strings.Join(auth.Modes, ","))
 
@@ -360,14 +388,70 @@ func run(ctx context.Context, o options) error {
 	return err
 }
 
-// openStore opens the backend --storage-backend names.
+// missingDir returns the outermost directory of path (path itself or one
+// of its parents) that does not exist yet, which opening a store there
+// would create; "" when path exists.
+func missingDir(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	missing := ""
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(dir); err == nil {
+			return missing, nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		missing = dir
+		if filepath.Dir(dir) == dir {
+			return missing, nil
+		}
+	}
+}
+
+// logPolicies logs the retention rules and event rate limits in force,
+// as newExporter logs the export sinks: what a start-up took from its
+// configuration files.
+func logPolicies(log *slog.Logger, rc *retention.Configuration, policy *retention.Policy, eventTTL time.Duration, limits *eventratelimit.Configuration) {
+	if rc != nil {
+		names := policy.RuleNames()
+		for i, r := range rc.Rules {
+			attrs := []any{"rule", names[i], "ttl", r.TTL}
+			for _, c := range []struct {
+				key    string
+				values []string
+			}{{"namespaces", r.Namespaces}, {"types", r.Types}, {"reasons", r.Reasons}, {"reportingControllers", r.ReportingControllers}} {
+				if len(c.values) > 0 {
+					attrs = append(attrs, c.key, strings.Join(c.values, ","))
+				}
+			}
+			log.Info("retention rule", attrs...)
+		}
+		log.Info("retention rule", "rule", retention.DefaultRuleName, "ttl", eventTTL, "matches", "events no rule above matches (--event-ttl)")
+	}
+	if limits != nil {
+		for _, l := range limits.Limits {
+			attrs := []any{"type", l.Type, "qps", l.QPS, "burst", l.Burst}
+			if l.Type != eventratelimit.ServerLimitType {
+				size := l.CacheSize
+				if size == 0 {
+					size = eventratelimit.DefaultCacheSize
+				}
+				attrs = append(attrs, "cacheSize", size)
+			}
+			log.Info("event rate limit", attrs...)
+		}
+	}
+}
+
 // newExporter builds the configured sinks and an exporter over store.
 func newExporter(c *exportconfig.Configuration, store storage.Interface, reg prometheus.Registerer, log *slog.Logger) (*export.Exporter, error) {
 	es, ok := store.(export.Store)
 	if !ok {
 		return nil, errors.New("the storage backend cannot keep export cursors")
 	}
-	specs, err := c.Build(exportconfig.BuildOptions{Version: server.DefaultVersion.GitVersion})
+	specs, err := c.Build(exportconfig.BuildOptions{Version: buildinfo.Get().GitVersion})
 	if err != nil {
 		return nil, err
 	}
@@ -384,6 +468,7 @@ func newExporter(c *exportconfig.Configuration, store storage.Interface, reg pro
 	return exp, nil
 }
 
+// openStore opens the backend --storage-backend names.
 func openStore(o options, log *slog.Logger, reg prometheus.Registerer, ruleOf func(*corev1.Event) string) (storage.Interface, error) {
 	switch o.storageBackend {
 	case backendPebble:

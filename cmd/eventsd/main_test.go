@@ -79,8 +79,21 @@ func TestEtcdBackend(t *testing.T) {
 	}
 	body, _ := io.ReadAll(mresp.Body)
 	mresp.Body.Close()
-	if !bytes.Contains(body, []byte("kubevents_etcd_lease_grants_total 1")) {
-		t.Fatalf("/metrics lacks kubevents_etcd_lease_grants_total 1:\n%s", body)
+	if !bytes.Contains(body, []byte("eventsd_etcd_lease_grants_total 1")) {
+		t.Fatalf("/metrics lacks eventsd_etcd_lease_grants_total 1:\n%s", body)
+	}
+	// eventsd's own metrics, the etcd backend's included, are all
+	// eventsd_...; the rest are the Go runtime's, the process's and the
+	// Prometheus handler's.
+	for _, line := range strings.Split(string(body), "\n") {
+		name, ok := strings.CutPrefix(line, "# TYPE ")
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut(name, " ")
+		if !strings.HasPrefix(name, "eventsd_") && !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") && !strings.HasPrefix(name, "promhttp_") {
+			t.Errorf("/metrics has %s: want eventsd's metrics named eventsd_...", name)
+		}
 	}
 
 	stop()

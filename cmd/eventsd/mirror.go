@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/mirror"
 	"github.com/kubevents/kubevents/retention"
-	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
 )
 
@@ -122,7 +122,7 @@ func newMirror(s sourceOptions, store storage.Interface, policy *retention.Polic
 		return nil, "", err
 	}
 	cfg.QPS, cfg.Burst = s.qps, s.burst
-	cfg.UserAgent = "eventsd-mirror/" + server.DefaultVersion.GitVersion
+	cfg.UserAgent = "eventsd-mirror/" + buildinfo.Get().GitVersion
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cs, err := kubernetes.NewForConfig(cfg)

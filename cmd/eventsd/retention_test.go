@@ -126,7 +126,7 @@ func TestEtcdRetention(t *testing.T) {
 	body, _ := io.ReadAll(mresp.Body)
 	mresp.Body.Close()
 	for _, want := range []string{
-		"kubevents_etcd_lease_grants_total 3",
+		"eventsd_etcd_lease_grants_total 3",
 		`eventsd_retention_rule_writes_total{rule="warnings"} 2`,
 		`eventsd_retention_rule_writes_total{rule="1"} 1`,
 		`eventsd_retention_rule_writes_total{rule="default"} 1`,

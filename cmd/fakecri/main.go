@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kubevents/kubevents/fakecri"
+	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/spf13/cobra"
 )
 
@@ -84,6 +85,7 @@ SIGTERM. See the fakecri package documentation for the script language.`,
 	f.BoolVar(&o.eventsDisabled, "events-disabled", false, "GetContainerEvents returns at once, the client sees EOF (CRI-O with enable_pod_events=false).")
 	f.BoolVar(&o.statusWithContainers, "status-with-containers", false, "PodSandboxStatus fills containers_statuses and timestamp (CRI-O with pod events).")
 	f.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
+	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }
 

@@ -37,6 +37,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/pleg"
 )
 
@@ -48,6 +49,13 @@ type options struct {
 }
 
 func main() {
+	if err := newCommand().Execute(); err != nil {
+		os.Exit(1)
+	}
+}
+
+// newCommand returns the plegbench command.
+func newCommand() *cobra.Command {
 	o := options{}
 	cmd := &cobra.Command{
 		Use:          "plegbench",
@@ -65,9 +73,8 @@ func main() {
 	f.DurationVar(&o.steady, "steady", 10*time.Minute, "Simulated time of the steady-state measurement, per mode.")
 	f.DurationVar(&o.churn, "churn", 2*time.Minute, "Real time of the changing workload, per mode.")
 	f.StringSliceVar(&o.modes, "modes", []string{"generic", "evented"}, "PLEGs to measure.")
-	if err := cmd.Execute(); err != nil {
-		os.Exit(1)
-	}
+	buildinfo.AddVersionFlag(cmd)
+	return cmd
 }
 
 // counting is a pleg.Runtime that counts the calls made through it.

@@ -85,6 +85,10 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown field", head + "sinks:\n- name: a\n  fliter: {}\n  file: {path: /tmp/x}\n", `unknown field "sinks[0].fliter"`},
 		{"wrong kind", "apiVersion: eventsd.kubevents.io/v1alpha1\nkind: RetentionConfiguration\nsinks: []\n", `want apiVersion eventsd.kubevents.io/v1alpha1, kind ExportConfiguration`},
 		{"negative batch", head + "sinks:\n- name: a\n  batch: {maxRecords: -1}\n  file: {path: /tmp/x}\n", "sinks[0].batch.maxRecords: Invalid value: -1"},
+		{"wrong type", head + "sinks:\n- name: a\n  file: {path: /tmp/x}\n- name: b\n  webhook: {url: 'https://x', headers: {X-Flag: true}}\n",
+			"decoding ExportConfiguration: sinks[1].webhook.headers[X-Flag]: Invalid value: true: want a string"},
+		{"wrong type in a filter", head + "sinks:\n- name: a\n  filter: {types: Warning}\n  file: {path: /tmp/x}\n",
+			`decoding ExportConfiguration: sinks[0].filter.types: Invalid value: "Warning": want a list`},
 	} {
 		_, err := exportconfig.Decode([]byte(tc.body))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

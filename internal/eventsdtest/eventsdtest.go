@@ -84,6 +84,9 @@ type Options struct {
 	Listen string
 	// Args are extra eventsd flags.
 	Args []string
+	// Binary is the eventsd to run; the one built from this module (Binary)
+	// when empty.
+	Binary string
 }
 
 // Process is a running eventsd.
@@ -125,7 +128,11 @@ func Start(t testing.TB, opts Options) *Process {
 func (p *Process) start() {
 	p.t.Helper()
 	args := append([]string{"--listen", p.opts.Listen, "--data-dir", p.opts.DataDir}, p.opts.Args...)
-	cmd := exec.Command(Binary(p.t), args...)
+	bin := p.opts.Binary
+	if bin == "" {
+		bin = Binary(p.t)
+	}
+	cmd := exec.Command(bin, args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		p.t.Fatal(err)

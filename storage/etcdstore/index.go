@@ -142,7 +142,7 @@ func (s *Store) IndexedLists() int64 { return s.indexedLists.Load() }
 // candidate keys indexed lists fetched.
 func (s *Store) ListKeysRead() int64 { return s.listKeysRead.Load() }
 
-// The values of kubevents_etcd_list_keys_read_total's path label.
+// The values of eventsd_etcd_list_keys_read_total's path label.
 const (
 	listPathIndex = "index"
 	listPathRange = "range"

@@ -195,8 +195,8 @@ func TestForeignValues(t *testing.T) {
 	if n := e.s.UndecodableValues(); n < 2 {
 		t.Fatalf("undecodable values counted %d, want at least 2", n)
 	}
-	if n := metricstest.Sum(t, reg, "kubevents_etcd_undecodable_values_total", "reason", "encrypted"); n < 2 {
-		t.Fatalf("kubevents_etcd_undecodable_values_total{reason=encrypted} = %v, want at least 2", n)
+	if n := metricstest.Sum(t, reg, "eventsd_etcd_undecodable_values_total", "reason", "encrypted"); n < 2 {
+		t.Fatalf("eventsd_etcd_undecodable_values_total{reason=encrypted} = %v, want at least 2", n)
 	}
 	// The watch skipped the encrypted value and delivered the others.
 	for _, want := range []string{"j", "p"} {

@@ -148,9 +148,9 @@ type Options struct {
 	// Logger receives operational logs; slog.Default() when nil.
 	Logger *slog.Logger
 	// Registerer, when set, receives the store's metrics:
-	// kubevents_etcd_undecodable_values_total{reason} (encrypted or
+	// eventsd_etcd_undecodable_values_total{reason} (encrypted or
 	// invalid values met and skipped or refused) and
-	// kubevents_etcd_lease_grants_total, and with MaxBytes the storage
+	// eventsd_etcd_lease_grants_total, and with MaxBytes the storage
 	// budget's (storage/budget).
 	Registerer prometheus.Registerer
 }

@@ -97,15 +97,15 @@ func Open(opts Options) (*Store, error) {
 	s.hold.wake = make(chan struct{}, 1)
 	s.decodeLog = ratelog.New(opts.Clock, undecodableLogInterval)
 	s.undecodableMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kubevents_etcd_undecodable_values_total",
+		Name: "eventsd_etcd_undecodable_values_total",
 		Help: "Stored values the etcd store could not decode (encrypted at rest, or invalid), refused by gets and skipped by lists and watches.",
 	}, []string{"reason"})
 	s.grantsMetric = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "kubevents_etcd_lease_grants_total",
+		Name: "eventsd_etcd_lease_grants_total",
 		Help: "etcd leases the store granted for events' TTLs.",
 	})
 	s.listKeysMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kubevents_etcd_list_keys_read_total",
+		Name: "eventsd_etcd_list_keys_read_total",
 		Help: "Keys lists read from etcd: candidates fetched through the in-memory index (path=index) or keys of range reads (path=range).",
 	}, []string{"path"})
 	if opts.Registerer != nil {

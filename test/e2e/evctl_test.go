@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -307,6 +309,157 @@ func TestEvctlTimelineWatch(t *testing.T) {
 		if l := evctlLines(got, "scheduled-web"); len(l) != 1 || !strings.Contains(l[0], "related") ||
 			strings.Contains(got, "unrelated") || len(evctlLines(got, "node-ready")) != 1 {
 			t.Errorf("ext=%v live timeline:\n%s", ext, got)
+		}
+	}
+}
+
+// TestEvctlEscapedNames: objects and reasons whose values hold a field
+// selector's separators ("," "=" "\") are one escaped value in evctl's
+// selectors, with and without eventsd's extensions: "a=b" is found (not
+// refused with 400), and "victim,type=Warning" shows its own event, not
+// the Warning events of the pod named "victim".
+func TestEvctlEscapedNames(t *testing.T) {
+	t.Parallel()
+	for _, ext := range []bool{true, false} {
+		p := eventsdtest.Start(t, eventsdtest.Options{Args: []string{fmt.Sprintf("--extensions=%v", ext)}})
+		cs := p.Clientset()
+		mk := func(name, object, typ, reason string) {
+			t.Helper()
+			_, err := cs.CoreV1().Events("default").Create(context.Background(), &corev1.Event{
+				ObjectMeta:     metav1.ObjectMeta{Name: name},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "default", Name: object},
+				Reason:         reason, Message: "about " + object, Type: typ, Count: 1, FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(),
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		mk("ab", "a=b", "Normal", "Pulled")
+		mk("victim", "victim", "Warning", "Secret")
+		mk("comma", "victim,type=Warning", "Normal", "Started")
+		mk("slash", `back\slash`, "Normal", "Odd,reason=x")
+
+		for _, c := range []struct {
+			args []string
+			want string // the one row's reason
+		}{
+			{[]string{"get", "--for", "pod/a=b"}, "Pulled"},
+			{[]string{"get", "--for", "pod/victim,type=Warning"}, "Started"},
+			{[]string{"get", "--for", "pod/victim"}, "Secret"},
+			{[]string{"get", "--reason", "Odd,reason=x"}, "Odd,reason=x"},
+			{[]string{"timeline", "pod/a=b"}, "Pulled"},
+			{[]string{"timeline", "pod/victim,type=Warning"}, "Started"},
+			{[]string{"timeline", `pod/back\slash`}, "Odd,reason=x"},
+		} {
+			out, _ := evctlRun(t, p.URL, c.args...)
+			rows := strings.Split(strings.TrimSpace(out), "\n")[1:]
+			if len(rows) != 1 || !strings.Contains(rows[0], " "+c.want+" ") {
+				t.Errorf("ext=%v evctl %q: want one %s row:\n%s", ext, c.args, c.want, out)
+			}
+		}
+	}
+}
+
+// TestEvctlTimelineOwnNamespace: a user who may read events only in its
+// own namespace (bob in prod, in the README's ABAC policy) gets evctl
+// timeline there, as it gets evctl get and watch: the list across
+// namespaces is refused (403), and evctl reads the context's namespace
+// instead, saying so, with and without eventsd's extensions, and keeps
+// it live with --watch. In a namespace bob may not read, the refusal is
+// the answer.
+func TestEvctlTimelineOwnNamespace(t *testing.T) {
+	t.Parallel()
+	policy, err := filepath.Abs(filepath.Join("..", "..", "docs", "examples", "abac-policy.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range []bool{true, false} {
+		p := azStart(t, "--token-auth-file", azTokenFile(t), "--authorization-mode", "ABAC", "--authorization-policy-file", policy,
+			fmt.Sprintf("--extensions=%v", ext))
+		root := azClient(t, p, "tok-root")
+		at := time.Now().Add(-time.Hour)
+		mk := func(ns, name, reason string, regarding corev1.ObjectReference, related *corev1.ObjectReference) {
+			t.Helper()
+			at = at.Add(time.Minute) // in the order written
+			_, err := root.CoreV1().Events(ns).Create(context.Background(), &corev1.Event{
+				ObjectMeta: metav1.ObjectMeta{Name: name}, InvolvedObject: regarding, Related: related,
+				Reason: reason, Message: name, Type: "Normal", Count: 1, FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at),
+			}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		node := corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: "node-1"}
+		web := func(ns string) corev1.ObjectReference {
+			return corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ns, Name: "web"}
+		}
+		mk("prod", "web-scheduled", "Scheduled", web("prod"), &node)
+		mk("prod", "web-pulled", "Pulled", web("prod"), nil)
+		mk("staging", "web-staging", "Pulled", web("staging"), &node)
+		mk("default", "node-ready", "NodeReady", node, nil)
+		kubeconfig := azKubeconfig(t, p, "tok-bob")
+
+		run := func(args ...string) (string, string, error) {
+			var out, errOut bytes.Buffer
+			cmd := evctl.NewCommand(&out, &errOut)
+			cmd.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
+			err := cmd.ExecuteContext(context.Background())
+			return out.String(), errOut.String(), err
+		}
+		notice := `Warning: events.events.k8s.io is forbidden: User "bob" cannot list resource "events" in API group "events.k8s.io" at the cluster scope`
+		for _, c := range []struct {
+			arg  string
+			want []string // the rows' messages, in order
+		}{
+			{"pod/web", []string{"web-scheduled", "web-pulled"}},
+			{"node/node-1", []string{"web-scheduled"}}, // node-ready (default) and web-staging are not bob's to read
+		} {
+			out, errOut, err := run("-n", "prod", "timeline", c.arg)
+			if err != nil {
+				t.Errorf("ext=%v bob: evctl -n prod timeline %s: %v\n%s", ext, c.arg, err, errOut)
+				continue
+			}
+			var got []string
+			for _, row := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+				f := strings.Fields(row)
+				got = append(got, f[len(f)-1])
+			}
+			if strings.Join(got, " ") != strings.Join(c.want, " ") {
+				t.Errorf("ext=%v bob: evctl -n prod timeline %s: rows %q, want %q:\n%s", ext, c.arg, got, c.want, out)
+			}
+			if !strings.Contains(errOut, notice) || !strings.Contains(errOut, `showing the events in namespace "prod" only`) {
+				t.Errorf("ext=%v bob: evctl -n prod timeline %s: stderr %q, want the narrowing said", ext, c.arg, errOut)
+			}
+		}
+		// Where bob may read nothing, the namespace's refusal.
+		if _, _, err := run("-n", "staging", "timeline", "pod/web"); !apierrors.IsForbidden(err) ||
+			!strings.Contains(err.Error(), `cannot list resource "events" in API group "events.k8s.io" in the namespace "staging"`) {
+			t.Errorf("ext=%v bob: evctl -n staging timeline pod/web: %v, want the namespace's 403", ext, err)
+		}
+
+		// Live, in prod.
+		out := &syncbuf.Buffer{}
+		wctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			cmd := evctl.NewCommand(out, out)
+			cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "-n", "prod", "timeline", "pod/web", "--watch"})
+			done <- cmd.ExecuteContext(wctx)
+		}()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(out.String(), "web-pulled") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		mk("prod", "web-killing", "Killing", web("prod"), nil)
+		for !strings.Contains(out.String(), "web-killing") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("ext=%v bob: evctl -n prod timeline pod/web --watch: %v", ext, err)
+		}
+		if got := out.String(); len(evctlLines(got, "web-killing")) != 1 || len(evctlLines(got, "web-scheduled")) != 1 {
+			t.Errorf("ext=%v bob: live timeline in prod:\n%s", ext, got)
 		}
 	}
 }

@@ -26,8 +26,11 @@ export function eventsPath(namespace) {
 export class API {
   // askToken is called when the API answers 401; it resolves to a token
   // to try, or rejects.
-  constructor(askToken) {
+  // onTokenChange, if given, is called whenever the token is set or
+  // dropped.
+  constructor(askToken, onTokenChange) {
     this.askToken = askToken;
+    this.onTokenChange = onTokenChange || (() => {});
   }
 
   get token() {
@@ -37,6 +40,7 @@ export class API {
   set token(v) {
     if (v) sessionStorage.setItem(TOKEN_KEY, v);
     else sessionStorage.removeItem(TOKEN_KEY);
+    this.onTokenChange();
   }
 
   // fetch sends a GET with the token, asking for a token again as long

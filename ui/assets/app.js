@@ -65,7 +65,12 @@ function askToken(message) {
   });
 }
 
-const api = new API(askToken);
+// showTokenState shows "Forget token" only while the tab keeps a token.
+function showTokenState() {
+  $("#forget-token").hidden = !api.token;
+}
+
+const api = new API(askToken, showTokenState);
 let state = stateFromURL(location.search);
 let session = null;
 let resources = null;
@@ -388,6 +393,7 @@ function renderTimeline() {
   }
   const focused = document.activeElement && document.activeElement.dataset && document.activeElement.dataset.id;
   $("#lanes").replaceChildren(...laneEls);
+  placeBarLabels(width);
   if (focused) {
     const again = document.querySelector(`#lanes [data-id="${CSS.escape(focused)}"]`);
     if (again) again.focus();
@@ -414,6 +420,38 @@ function renderTimeline() {
 }
 
 let itemsByID = new Map();
+
+// BAR_LABEL_GAP is the space between a bar and its label, and inside a
+// bar around it.
+const BAR_LABEL_GAP = 4;
+
+// placeBarLabels puts each series' label (×4 ongoing) where it is whole
+// within the track's width: inside its bar when it fits there, else after
+// the bar, else before it, else against the track's right edge. Labels are
+// measured, so a long count or a wide zoom, where a recent series is a
+// sliver at the right edge, does not push its label past the edge.
+function placeBarLabels(width) {
+  for (const text of document.querySelectorAll("#lanes .item.bar text.bar-label")) {
+    const x = +text.dataset.barX, w = +text.dataset.barW;
+    const len = text.getComputedTextLength();
+    let at = x + w + BAR_LABEL_GAP, anchor = "start", inside = false;
+    // Inside, the label is bold: a tenth longer than measured here.
+    if (1.1 * len + 2 * BAR_LABEL_GAP <= w) {
+      at = x + BAR_LABEL_GAP;
+      inside = true;
+    } else if (at + len > width) {
+      if (x - BAR_LABEL_GAP - len >= 0) {
+        at = x - BAR_LABEL_GAP;
+        anchor = "end";
+      } else {
+        at = Math.max(0, width - len);
+      }
+    }
+    text.setAttribute("x", at);
+    text.setAttribute("text-anchor", anchor);
+    text.classList.toggle("inside", inside);
+  }
+}
 
 function renderLane(lane, li, width) {
   const roleText = lane.role === "regarding" ? (lane.counterpart ? "related: " : "") : "about ";
@@ -443,14 +481,14 @@ function renderLane(lane, li, width) {
     const y = (it.track || 0) * TRACK_HEIGHT;
     const cy = y + TRACK_HEIGHT / 2;
     if (it.kind === "bar") {
+      // At least 3 px wide, and within the track (a series ending now
+      // is a sliver at its right edge).
       const w = Math.max(3, it.w);
-      g.append(svg("rect", { x: it.x, y: y + 4, width: w, height: TRACK_HEIGHT - 8, rx: 3 }));
-      const text = svg("text", { y: cy + 4, class: "bar-label" });
+      const x = Math.max(0, Math.min(it.x, width - w));
+      g.append(svg("rect", { x, y: y + 4, width: w, height: TRACK_HEIGHT - 8, rx: 3 }));
+      // Placed once drawn (placeBarLabels), when its length is known.
+      const text = svg("text", { y: cy + 4, class: "bar-label", x: x + w + 4, "data-bar-x": x, "data-bar-w": w });
       text.textContent = `×${it.count} ${it.state}`;
-      // Inside the bar when it fits, else after it.
-      const inside = w > 90;
-      text.setAttribute("x", inside ? it.x + 5 : Math.min(it.x + w + 4, width - 80));
-      if (inside) text.classList.add("inside");
       g.append(text);
     } else {
       const r = it.kind === "agg" ? 7 : 5;
@@ -619,6 +657,7 @@ function setup() {
     api.token = "";
     setStatus("Token forgotten for this tab.");
   });
+  showTokenState();
   setupTimelineEvents();
   show(true);
 }

@@ -156,10 +156,19 @@ export function involvement(ev, t) {
   return "";
 }
 
-// involvesSelector is eventsd's one-query field selector for t's events.
+// escapeFieldValue escapes a value for a field selector term as
+// apimachinery's fields.EscapeValue does (\ , and = get a backslash), so
+// that the server reads it back as the same value: an object named "a=b"
+// or "x,type=Warning" is one value, not a broken or an extra term.
+export function escapeFieldValue(v) {
+  return String(v).replace(/[\\,=]/g, (c) => "\\" + c);
+}
+
+// involvesSelector is eventsd's one-query field selector for t's events,
+// its values escaped.
 export function involvesSelector(t) {
-  const terms = [`involves.kind=${t.kind}`, `involves.name=${t.name}`];
-  if (t.namespace) terms.push(`involves.namespace=${t.namespace}`);
+  const terms = [`involves.kind=${escapeFieldValue(t.kind)}`, `involves.name=${escapeFieldValue(t.name)}`];
+  if (t.namespace) terms.push(`involves.namespace=${escapeFieldValue(t.namespace)}`);
   return terms.join(",");
 }
 

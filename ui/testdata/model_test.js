@@ -105,6 +105,15 @@ test("involvement and involvesSelector match regarding or related, namespace whe
   eq(m.involvesSelector(node), "involves.kind=Node,involves.name=node-1");
 });
 
+test("escapeFieldValue and involvesSelector escape as apimachinery's fields.EscapeValue", () => {
+  eq(m.escapeFieldValue("plain-name.1"), "plain-name.1");
+  eq(m.escapeFieldValue("a=b"), "a\\=b");
+  eq(m.escapeFieldValue("victim,type=Warning"), "victim\\,type\\=Warning");
+  eq(m.escapeFieldValue("back\\slash"), "back\\\\slash");
+  eq(m.involvesSelector({ namespace: "n=s", kind: "Pod", name: "victim,type=Warning" }),
+    "involves.kind=Pod,involves.name=victim\\,type\\=Warning,involves.namespace=n\\=s");
+});
+
 test("isUnsupportedField recognizes kube-apiserver's refusal only", () => {
   ok(m.isUnsupportedField(400, { message: 'field label not supported: involves.kind' }), "400 field label");
   ok(!m.isUnsupportedField(400, { message: "bad selector" }), "other 400");

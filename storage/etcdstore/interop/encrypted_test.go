@@ -45,7 +45,7 @@ func gcmTransformer(t *testing.T) value.Transformer {
 // refuses to Get them with an error naming the key and the provider, and
 // eventsd answers that Get as kube-apiserver answers a value it cannot
 // decrypt (500 InternalError), with that message; List and Watch skip
-// them, count them in kubevents_etcd_undecodable_values_total{reason=
+// them, count them in eventsd_etcd_undecodable_values_total{reason=
 // "encrypted"} and serve the rest.
 func TestInteropEncrypted(t *testing.T) {
 	e := newEnv(t)
@@ -147,7 +147,7 @@ func TestInteropEncrypted(t *testing.T) {
 		t.Fatalf("watch: got %s %v, want ADDED plain", ev.Type, ev.Object)
 	}
 	// Each encrypted value was met by the Gets, lists and the watch.
-	if n := metricstest.Sum(t, e.reg, "kubevents_etcd_undecodable_values_total", "reason", "encrypted"); n < 2*3 {
-		t.Fatalf("kubevents_etcd_undecodable_values_total{reason=\"encrypted\"} = %v, want at least 6", n)
+	if n := metricstest.Sum(t, e.reg, "eventsd_etcd_undecodable_values_total", "reason", "encrypted"); n < 2*3 {
+		t.Fatalf("eventsd_etcd_undecodable_values_total{reason=\"encrypted\"} = %v, want at least 6", n)
 	}
 }
