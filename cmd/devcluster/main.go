@@ -8,6 +8,7 @@
 // which stops it all.
 //
 //	go run ./cmd/devcluster --kubeconfig cluster.kubeconfig
+//	go run ./cmd/devcluster --build-only   # only build (and cache) kube-apiserver and etcd
 package main
 
 import (
