@@ -32,9 +32,11 @@
 //     "true" at that revision, then changes.
 //   - No other BOOKMARK ever reaches a watch of events: allowWatchBookmarks
 //     is accepted but the periodic bookmarks (every minute, and 2 s before
-//     the watch's timeout) come from the watch cache; a configmaps watch
-//     with the same parameters gets them. A mirror's cursor advances only
-//     with changes to events (or its own re-watches).
+//     the watch's timeout, at a revision past the watch's start) come from
+//     the watch cache; a configmaps watch with the same parameters gets
+//     them. A mirror's cursor advances only with changes to events (or its
+//     own re-watches), and an idle watch says nothing of the source's
+//     progress.
 //   - A watch from a resourceVersion that etcd has compacted is accepted
 //     (200) and its first and only event is an ERROR with a Status 410,
 //     reason Expired, "The resourceVersion for the provided watch is too
@@ -178,25 +180,13 @@ type Cluster struct {
 	apiserver              *proc
 }
 
-// Start builds (or finds) kube-apiserver and etcd and launches them for
-// the test, which is skipped, saying exactly why, when kube-apiserver is
-// not built yet and the test binary's timeout (go test's default is 10
-// minutes) leaves less than FirstBuildTime to build it, or when they cannot
-// be built here (ErrUnavailable: modules that cannot be downloaded, no
-// repository sources), and fails when they cannot be built or started
-// otherwise. A build that fails for another reason (a compile error)
-// also skips outside CI (the CI environment variable unset), since it
-// says nothing about the code under test; in CI it fails, as etcdproc's
-// and eventsdtest's builds do. Everything is killed when the test ends;
-// if it failed, the tails of the logs are printed.
+// Start launches kube-apiserver and etcd for the test (RequireBinaries
+// first: the test may be skipped, saying why). It fails the test when
+// they cannot be started. Everything is killed when the test ends; if it
+// failed, the tails of the logs are printed.
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
-	if v, ok := Cached(); !ok {
-		if dl, has := deadline(t); has && time.Until(dl) < FirstBuildTime {
-			t.Skipf("kubeapiserver: kube-apiserver %s is not built yet, and a first build (up to %v on two cores) does not fit in the %v this test binary has left: build it once with `go run ./cmd/devcluster --build-only` (kept in %s), or give go test -timeout 30m",
-				v, FirstBuildTime, time.Until(dl).Round(time.Second), buildcache.Root())
-		}
-	}
+	RequireBinaries(t)
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
@@ -204,13 +194,6 @@ func Start(t testing.TB, opts Options) *Cluster {
 	defer cancel()
 	c, err := Launch(ctx, opts)
 	if err != nil {
-		var be *buildError
-		switch {
-		case errors.Is(err, ErrUnavailable):
-			t.Skipf("kubeapiserver: no real kube-apiserver: %v", err)
-		case errors.As(err, &be) && os.Getenv("CI") == "":
-			t.Skipf("kubeapiserver: no real kube-apiserver (this build failure fails the test where CI is set): %v", err)
-		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -222,6 +205,57 @@ func Start(t testing.TB, opts Options) *Cluster {
 		}
 	})
 	return c
+}
+
+// RequireBinaries builds (or finds) kube-apiserver and etcd for a test,
+// which is skipped, saying exactly why, when kube-apiserver is not built
+// yet and the test binary's timeout (go test's default is 10 minutes)
+// leaves less than FirstBuildTime to build it, or when they cannot be
+// built here (ErrUnavailable: modules that cannot be downloaded, no
+// repository sources). A build that fails for another reason (a compile
+// error) also skips outside CI (the CI environment variable unset), since
+// it says nothing about the code under test; in CI it fails the test, as
+// etcdproc's and eventsdtest's builds do.
+func RequireBinaries(t testing.TB) Build {
+	t.Helper()
+	if v, ok := Cached(); !ok {
+		if dl, has := deadline(t); has && time.Until(dl) < FirstBuildTime {
+			t.Skipf("kubeapiserver: kube-apiserver %s is not built yet, and a first build (up to %v on two cores) does not fit in the %v this test binary has left: build it once with `go run ./cmd/devcluster --build-only` (kept in %s), or give go test -timeout 30m",
+				v, FirstBuildTime, time.Until(dl).Round(time.Second), buildcache.Root())
+		}
+	}
+	_, b, err := binaries()
+	if err != nil {
+		var be *buildError
+		switch {
+		case errors.Is(err, ErrUnavailable):
+			t.Skipf("kubeapiserver: no real kube-apiserver: %v", err)
+		case errors.As(err, &be) && os.Getenv("CI") == "":
+			t.Skipf("kubeapiserver: no real kube-apiserver (this build failure fails the test where CI is set): %v", err)
+		}
+		t.Fatal(err)
+	}
+	return b
+}
+
+// binaries builds (or finds) etcd and kube-apiserver. Errors wrap
+// ErrUnavailable when they cannot be built here, or are a *buildError.
+func binaries() (etcd string, b Build, err error) {
+	etcd, err = etcdproc.Binary()
+	if errors.Is(err, etcdproc.ErrNoModule) {
+		return "", Build{}, fmt.Errorf("%w: etcd: %w", ErrUnavailable, err)
+	}
+	if err != nil {
+		return "", Build{}, &buildError{err}
+	}
+	b, err = Binary()
+	if err != nil {
+		if errors.Is(err, ErrUnavailable) {
+			return "", Build{}, err
+		}
+		return "", Build{}, &buildError{err}
+	}
+	return etcd, b, nil
 }
 
 // deadline is the test binary's deadline, where t has one (a *testing.T
@@ -254,19 +288,9 @@ func Launch(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.EventsEtcdAddress != "" {
 		opts.SeparateEventsEtcd = true
 	}
-	etcdBin, err := etcdproc.Binary()
-	if errors.Is(err, etcdproc.ErrNoModule) {
-		return nil, fmt.Errorf("%w: etcd: %w", ErrUnavailable, err)
-	}
+	etcdBin, b, err := binaries()
 	if err != nil {
-		return nil, &buildError{err}
-	}
-	b, err := Binary()
-	if err != nil {
-		if errors.Is(err, ErrUnavailable) {
-			return nil, err
-		}
-		return nil, &buildError{err}
+		return nil, err
 	}
 
 	c := &Cluster{opts: opts, build: b, dir: opts.Dir, tokens: map[string]string{}}
