@@ -423,15 +423,18 @@ func (c *Cluster) startEtcd(ctx context.Context, bin, name, addr string) (*proc,
 	if err := p.start(); err != nil {
 		return nil, "", err
 	}
-	// Close kills it, whatever happens next.
-	if name == "etcd" {
-		c.etcd = p
-	} else {
-		c.eventsEtcd = p
+	if err := waitEtcd(ctx, p, clientURL); err != nil {
+		_ = p.kill()
+		return nil, "", err
 	}
+	return p, clientURL, nil
+}
+
+// waitEtcd waits until etcd p answers a linearizable read at clientURL.
+func waitEtcd(ctx context.Context, p *proc, clientURL string) error {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{clientURL}, DialTimeout: time.Second, Logger: zap.NewNop()})
 	if err != nil {
-		return nil, "", err
+		return err
 	}
 	defer cli.Close()
 	for {
@@ -439,14 +442,14 @@ func (c *Cluster) startEtcd(ctx context.Context, bin, name, addr string) (*proc,
 		_, err = cli.Get(rctx, "health")
 		cancel()
 		if err == nil {
-			return p, clientURL, nil
+			return nil
 		}
 		if !p.running() {
-			return nil, "", fmt.Errorf("kubeapiserver: %s exited:\n%s", name, p.tail(logTailLines))
+			return fmt.Errorf("kubeapiserver: %s exited:\n%s", p.name, p.tail(logTailLines))
 		}
 		select {
 		case <-ctx.Done():
-			return nil, "", fmt.Errorf("kubeapiserver: %s at %s not healthy: %w (last: %v)", name, clientURL, ctx.Err(), err)
+			return fmt.Errorf("kubeapiserver: %s at %s not healthy: %w (last: %v)", p.name, clientURL, ctx.Err(), err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -541,5 +542,30 @@ func TestEventsWatch(t *testing.T) {
 	}
 	if cn.bookmarks == 0 {
 		t.Errorf("the configmaps watch got no bookmark: the comparison says nothing")
+	}
+}
+
+// TestLaunchFailure: a kube-apiserver that cannot start (a flag it does
+// not know) makes Launch fail with kube-apiserver's own words, and leaves
+// no process behind (the etcd it started is killed).
+func TestLaunchFailure(t *testing.T) {
+	RequireBinaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	c, err := Launch(ctx, Options{Dir: dir, ExtraArgs: []string{"--no-such-flag"}})
+	if err == nil {
+		c.Close()
+		t.Fatal("Launch with an unknown kube-apiserver flag succeeded")
+	}
+	if !strings.Contains(err.Error(), "exited before it was ready") || !strings.Contains(err.Error(), "no-such-flag") {
+		t.Errorf("Launch error does not say kube-apiserver exited, and why: %v", err)
+	}
+	// Every process Launch started has dir in its command line.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), dir) {
+			t.Errorf("still running after the failed Launch: %s", strings.ReplaceAll(string(b), "\x00", " "))
+		}
 	}
 }
