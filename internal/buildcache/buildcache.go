@@ -46,11 +46,27 @@ func fileExists(p string) bool {
 // path it is given) when there is none yet. The binary is put in place by
 // a rename, so concurrent test binaries never run a half-written one; the
 // builds cached under other keys with the same prefix (older sources or
-// toolchains) are removed once the new one is in place.
+// toolchains) are removed once the new one is in place. Processes that
+// find no build at once take turns (a file lock, root/prefix+"lock", where
+// the platform has one): the first builds, the others wait and then use its
+// build, so that test binaries of several packages started together build
+// a large binary (kube-apiserver) once, not once each.
 func Get(root, prefix, key, name string, build func(out string) error) (string, error) {
 	dir := filepath.Join(root, prefix+key)
 	bin := filepath.Join(dir, name)
-	if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o100 != 0 {
+	if isBuilt(bin) {
+		return bin, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", fmt.Errorf("build cache: %w", err)
+	}
+	unlock, err := lockFile(filepath.Join(root, prefix+"lock"))
+	if err != nil {
+		return "", fmt.Errorf("build cache: %w", err)
+	}
+	defer unlock()
+	if isBuilt(bin) {
+		// Built by another process while this one waited.
 		return bin, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -75,6 +91,12 @@ func Get(root, prefix, key, name string, build func(out string) error) (string, 
 	}
 	removeOthers(root, prefix, filepath.Base(dir))
 	return bin, nil
+}
+
+// isBuilt reports whether bin is an executable regular file.
+func isBuilt(bin string) bool {
+	fi, err := os.Stat(bin)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o100 != 0
 }
 
 // removeOthers removes the cached builds in root with prefix but keep.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // fakeBuild writes an executable standing for a build and counts builds.
@@ -62,15 +63,22 @@ func TestCachedBuildReused(t *testing.T) {
 	}
 }
 
-// TestCachedBuildConcurrent: test binaries building at once each get a
-// complete binary.
+// TestCachedBuildConcurrent: test binaries asking at once each get a
+// complete binary, and only one of them builds it (the others wait for
+// the lock, each with its own open file as another process would have).
 func TestCachedBuildConcurrent(t *testing.T) {
 	root := t.TempDir()
 	var builds atomic.Int32
+	slow := func(out string) error {
+		// Long enough for every caller to find no build and reach the
+		// lock before the first build is in place.
+		time.Sleep(200 * time.Millisecond)
+		return fakeBuild(&builds, "complete")(out)
+	}
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			bin, err := Get(root, "kubectl-", "aaaa", "kubectl", fakeBuild(&builds, "complete"))
+			bin, err := Get(root, "kubectl-", "aaaa", "kubectl", slow)
 			if err != nil {
 				t.Error(err)
 				return
@@ -81,6 +89,9 @@ func TestCachedBuildConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if n := builds.Load(); n != 1 {
+		t.Errorf("%d builds, want 1", n)
+	}
 	entries, _ := os.ReadDir(filepath.Join(root, "kubectl-aaaa"))
 	if len(entries) != 1 {
 		t.Errorf("cache holds %d files, want the one binary", len(entries))
