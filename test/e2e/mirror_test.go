@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 	watchtools "k8s.io/client-go/tools/watch"
 
@@ -173,6 +174,12 @@ func TestMirrorCompleteness(t *testing.T) {
 	corev1Broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: src.CoreV1().Events("")})
 	defer corev1Broadcaster.Shutdown()
 	rec := corev1Broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mirror-test"})
+	eventsBroadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: src.EventsV1()})
+	if err := eventsBroadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer eventsBroadcaster.Shutdown()
+	seriesRec := eventsBroadcaster.NewRecorder(scheme.Scheme, "mirror-test")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "mirror-a", Name: "web-0", UID: "uid-web-0"}}
 
 	const events, updates = 30, 6
@@ -213,6 +220,7 @@ func TestMirrorCompleteness(t *testing.T) {
 					return
 				}
 				rec.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container (round %d)", round)
+				seriesRec.Eventf(pod, nil, corev1.EventTypeWarning, "FailedMount", "Mount", "MountVolume.SetUp failed for volume %q", "config")
 			}
 			time.Sleep(300 * time.Millisecond)
 		}
@@ -248,6 +256,14 @@ type: Normal
 		t.Fatalf("kubectl create: %v\n%s", r.Err, r.Stderr)
 	}
 	corev1Broadcaster.Shutdown()
+	eventsBroadcaster.Shutdown()
+	// Both recorders' events reached kube-apiserver.
+	for _, reason := range []string{"BackOff", "FailedMount"} {
+		l, err := src.CoreV1().Events("mirror-a").List(ctx, metav1.ListOptions{FieldSelector: "reason=" + reason + ",involvedObject.name=web-0"})
+		if err != nil || len(l.Items) == 0 {
+			t.Fatalf("%s events of client-go's recorders in kube-apiserver: %v %v", reason, l, err)
+		}
+	}
 
 	mrEventually(t, "eventsd holds what kube-apiserver holds", func() (bool, string) { return mrSame(ctx, src, dst) })
 	for i := range events {
