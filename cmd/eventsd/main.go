@@ -301,7 +301,7 @@ func run(ctx context.Context, o options) error {
 		if mir, name, err = newMirror(o.source, store, policy, reg, log); err != nil {
 			return failStart(err)
 		}
-		scfg.ReadOnly = fmt.Sprintf("eventsd mirrors the events of the cluster of %s: they are read-only here; write events to that cluster's kube-apiserver", name)
+		scfg.ReadOnly = fmt.Sprintf("eventsd mirrors the events of a cluster (%s): they are read-only here; write events to that cluster's kube-apiserver", name)
 		scfg.ReadyChecks = append(scfg.ReadyChecks, mir)
 	}
 	srv, err := server.New(scfg)
