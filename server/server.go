@@ -165,7 +165,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		if s.discovery.serve(w, r) || s.openapi.serve(w, r) {
+		if s.discovery.serve(w, r) || s.openapi.serve(w, r) || serveNamespace(w, r) {
 			return
 		}
 	}
