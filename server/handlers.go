@@ -871,6 +871,6 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest
 		writeStatus(w, statusError(err, rr, ""))
 		return
 	}
-	meta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Revision, 10), Continue: res.Continue}
+	meta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Revision, 10), Continue: res.Continue, RemainingItemCount: res.RemainingItemCount}
 	s.respondEvents(w, rr, o, http.StatusOK, res.Items, meta, false)
 }
