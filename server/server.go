@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubevents/kubevents/eventapi/fieldmanager"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/ui"
@@ -33,6 +34,8 @@ type Server struct {
 	ui http.Handler
 	// retention chooses each write's TTL.
 	retention *retention.Policy
+	// fields keeps the events' managedFields (managedfields.go).
+	fields *fieldmanager.Manager
 
 	handlers           map[verb]handlerFunc
 	readOnly, mutating inflight
@@ -73,6 +76,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: Config.Retention: %w", err)
 	}
 	if s.metrics, err = newMetrics(cfg.Registry, cfg.Store, s.retention.RuleNames()); err != nil {
+		return nil, err
+	}
+	if s.fields, err = fieldmanager.New(); err != nil {
 		return nil, err
 	}
 	if s.discovery, err = newDiscovery(); err != nil {
