@@ -29,14 +29,15 @@ type apiResource struct {
 // verbs, the kinds users name in `kubectl events --for KIND/NAME`: kubectl
 // resolves the kind through discovery before it sends the query, and fails
 // with `the server doesn't have a resource type` for a kind it cannot map.
-// eventsd serves nothing but events; requests for the stubs get 404.
+// eventsd serves nothing but events; requests for the stubs get 404, but
+// for the get of one namespace (serveNamespace).
 var discoveryResources = []apiResource{
 	{"", "v1", "events", "event", "Event", true, []string{"ev"}, eventVerbs},
 	{"events.k8s.io", "v1", "events", "event", "Event", true, []string{"ev"}, eventVerbs},
 
 	{"", "v1", "pods", "pod", "Pod", true, []string{"po"}, nil},
 	{"", "v1", "nodes", "node", "Node", false, []string{"no"}, nil},
-	{"", "v1", "namespaces", "namespace", "Namespace", false, []string{"ns"}, nil},
+	{"", "v1", "namespaces", "namespace", "Namespace", false, []string{"ns"}, []string{"get"}},
 	{"", "v1", "services", "service", "Service", true, []string{"svc"}, nil},
 	{"", "v1", "endpoints", "endpoints", "Endpoints", true, []string{"ep"}, nil},
 	{"", "v1", "configmaps", "configmap", "ConfigMap", true, []string{"cm"}, nil},

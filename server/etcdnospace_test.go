@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // nospaceQuotaBytes is the etcd quota of TestEtcdNoSpace: small enough
@@ -35,17 +36,27 @@ const fillTimeout = 15 * time.Second
 // alarm raised), a create through an etcd-backed server gets 507
 // Insufficient Storage, as pebble's full disk does, not 500, with a
 // message naming etcd, "database space exceeded" and etcd's remedy; reads
-// still work.
+// still work and /readyz fails with the same reason, as it does on a full
+// disk. Once an operator frees space and disarms the alarm, /readyz
+// passes and writes succeed again, without a restart.
 func TestEtcdNoSpace(t *testing.T) {
 	e, endpoint := etcdtest.StartWith(t, t.TempDir(), etcdtest.Options{QuotaBackendBytes: nospaceQuotaBytes})
 	t.Cleanup(func() { e.Close() })
 	log := slog.New(slog.DiscardHandler)
+	storeClock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	store, err := etcdstore.Open(etcdstore.Options{Endpoints: []string{endpoint}, DialTimeout: etcdtest.StartTimeout,
-		CompactionInterval: -1, Logger: log})
+		CompactionInterval: -1, Clock: storeClock, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	url, cs := serveStore(t, store)
+	probe := func() (int, string) {
+		storeClock.Step(2 * time.Second) // past the store's health cache
+		return readyz(t, url)
+	}
+	if code, body := probe(); code != http.StatusOK {
+		t.Fatalf("/readyz before etcd is full: %d %q", code, body)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	events := cs.CoreV1().Events("default")
@@ -121,5 +132,45 @@ func TestEtcdNoSpace(t *testing.T) {
 	l, err := events.List(ctx, metav1.ListOptions{})
 	if err != nil || len(l.Items) != 1 || l.Items[0].Name != "before" {
 		t.Fatalf("list with the NOSPACE alarm raised: %+v %v", l, err)
+	}
+
+	// Not ready while the alarm is raised, saying why, as the writes do.
+	code, readyBody := probe()
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz with the NOSPACE alarm raised: %d %q, want 503", code, readyBody)
+	}
+	for _, want := range []string{"etcd at " + endpoint, "database space exceeded", "NOSPACE", "etcdctl alarm disarm"} {
+		if !strings.Contains(readyBody, want) {
+			t.Errorf("/readyz's answer lacks %q: %s", want, readyBody)
+		}
+	}
+
+	// The operator's remedy: delete, compact, defragment, disarm. Freeing
+	// space alone is not enough: etcd refuses writes until the alarm is
+	// disarmed, and so /readyz still fails.
+	if _, err := cli.Delete(ctx, "/registry/fillers/", clientv3.WithPrefix()); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := cli.Get(ctx, "/registry/fillers/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, cur.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Defragment(ctx, endpoint); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := probe(); code != http.StatusServiceUnavailable || !strings.Contains(body, "NOSPACE") {
+		t.Fatalf("/readyz after freeing space, the alarm still raised: %d %q, want 503", code, body)
+	}
+	if _, err := cli.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: alarms.Alarms[0].MemberID, Alarm: etcdserverpb.AlarmType_NOSPACE}); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := probe(); code != http.StatusOK {
+		t.Fatalf("/readyz once the alarm is disarmed: %d %q, want 200", code, body)
+	}
+	if _, err := events.Create(ctx, mk("after"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create once the alarm is disarmed: %v", err)
 	}
 }

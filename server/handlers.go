@@ -45,13 +45,18 @@ const (
 
 // writeOptions are the query parameters of create, update and patch.
 type writeOptions struct {
-	dryRun     bool
-	validation string
+	dryRun       bool
+	validation   string
+	fieldManager string // as given; see manager
+	force        bool   // apply only
 }
 
-func parseWriteOptions(q url.Values, kind string) (writeOptions, *apierrors.StatusError) {
-	o := writeOptions{validation: validationWarn}
-	var errs field.ErrorList
+// parseWriteOptions reads the write options of a request; apply says
+// it is a server-side apply, which alone takes force and needs a
+// fieldManager (kube-apiserver's ValidatePatchOptions).
+func parseWriteOptions(q url.Values, kind string, apply bool) (writeOptions, *apierrors.StatusError) {
+	o := writeOptions{validation: validationWarn, fieldManager: q.Get("fieldManager")}
+	errs := fieldManagerErrors(q, kind, &o, apply)
 	for _, d := range q["dryRun"] {
 		if d != metav1.DryRunAll {
 			errs = append(errs, field.NotSupported(field.NewPath("dryRun"), d, []string{metav1.DryRunAll}))
@@ -65,9 +70,6 @@ func parseWriteOptions(q url.Values, kind string) (writeOptions, *apierrors.Stat
 		default:
 			errs = append(errs, field.NotSupported(field.NewPath("fieldValidation"), v, []string{validationIgnore, validationStrict, validationWarn}))
 		}
-	}
-	if m := q.Get("fieldManager"); len(m) > 128 {
-		errs = append(errs, field.TooLong(field.NewPath("fieldManager"), "", 128))
 	}
 	if len(errs) > 0 {
 		return o, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
@@ -112,7 +114,6 @@ func (s *Server) prepareForCreate(ev *corev1.Event) *apierrors.StatusError {
 	ev.CreationTimestamp = metav1.NewTime(s.cfg.Clock.Now().Truncate(time.Second))
 	ev.DeletionTimestamp = nil
 	ev.DeletionGracePeriodSeconds = nil
-	ev.ManagedFields = nil
 	ev.SelfLink = "" // deprecated; kube-apiserver's storage never keeps it
 	if ev.Name == "" && ev.GenerateName != "" {
 		ev.Name = generateName(ev.GenerateName)
@@ -139,7 +140,6 @@ func prepareForUpdate(ev, cur *corev1.Event) {
 	ev.CreationTimestamp = cur.CreationTimestamp
 	ev.DeletionTimestamp = cur.DeletionTimestamp
 	ev.DeletionGracePeriodSeconds = cur.DeletionGracePeriodSeconds
-	ev.ManagedFields = nil
 	ev.SelfLink = ""
 	ev.Generation = cur.Generation
 }
@@ -164,7 +164,7 @@ func (s *Server) checkObjectSize(ev *corev1.Event) *apierrors.StatusError {
 	if limit < 0 {
 		return nil
 	}
-	if n := ev.Size(); n > limit {
+	if n := ev.Size(); n > limit && !dropManagedFields(ev, limit) {
 		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the event is %d bytes when stored, over the object size limit of %d bytes", n, limit))
 	}
 	return nil
@@ -239,7 +239,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, rr resourceRequest)
 // form with the URL's namespace, and the warnings decoding produced. On
 // failure it has written the error response and returns ok=false.
 func decodeWrite(w http.ResponseWriter, r *http.Request, rr resourceRequest, optionsKind string) (ev *corev1.Event, opts writeOptions, warnings []string, ok bool) {
-	opts, se := parseWriteOptions(r.URL.Query(), optionsKind)
+	opts, se := parseWriteOptions(r.URL.Query(), optionsKind, false)
 	var body []byte
 	if se == nil {
 		body, se = readBody(w, r)
@@ -272,6 +272,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 		writeStatus(w, se)
 		return
 	}
+	ev = s.fields.Update(rr.version, nil, ev, manager(r, opts))
 	if errs := eventapi.ValidateCreate(ev, rr.version); len(errs) > 0 {
 		writeStatus(w, invalid(ev.Name, errs))
 		return
@@ -336,7 +337,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, rr resourceReque
 	setWarnings(w, warnings)
 	s.guaranteedUpdate(w, r, rr, o, opts, want, func(cur *corev1.Event) (*corev1.Event, *apierrors.StatusError) {
 		c := *ev
-		return &c, nil
+		return s.fields.Update(rr.version, cur, &c, manager(r, opts)), nil
 	}, true)
 }
 
@@ -467,11 +468,12 @@ const (
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, rr resourceRequest) {
 	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil && ct == patchApply {
+		s.apply(w, r, rr)
+		return
+	}
 	if err != nil || (ct != patchJSON && ct != patchMerge && ct != patchStrategic) {
-		msg := fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s", patchJSON, patchMerge, patchStrategic)
-		if ct == patchApply {
-			msg = "server-side apply is not supported by eventsd; use a JSON, merge or strategic-merge patch (kubectl apply without --server-side)"
-		}
+		msg := fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s, %s", patchJSON, patchMerge, patchStrategic, patchApply)
 		writeStatus(w, newStatus(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, msg))
 		return
 	}
@@ -482,7 +484,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		writeStatus(w, se)
 		return
 	}
-	opts, se := parseWriteOptions(r.URL.Query(), "PatchOptions")
+	opts, se := parseWriteOptions(r.URL.Query(), "PatchOptions", false)
 	if se != nil {
 		writeStatus(w, se)
 		return
@@ -516,6 +518,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		if se := checkName(ev, rr.name); se != nil {
 			return nil, se
 		}
+		ev = s.fields.Update(rr.version, cur, ev, manager(r, opts))
 		if ev.ResourceVersion != cur.ResourceVersion {
 			// The patch names a revision: it must be current.
 			if want, se = parseRevision(ev.ResourceVersion); se != nil {
@@ -1034,6 +1037,6 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest
 		s.listAll(w, r, rr, o, lo, res)
 		return
 	}
-	meta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Revision, 10), Continue: res.Continue}
+	meta := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Revision, 10), Continue: res.Continue, RemainingItemCount: res.RemainingItemCount}
 	s.respondEvents(w, rr, o, http.StatusOK, res.Items, meta, false)
 }

@@ -93,6 +93,7 @@ func openAPIDoc(group, version, prefix string) map[string]any {
 		"application/json-patch+json":            map[string]any{"schema": map[string]any{"type": "object"}},
 		"application/merge-patch+json":           map[string]any{"schema": map[string]any{"type": "object"}},
 		"application/strategic-merge-patch+json": map[string]any{"schema": map[string]any{"type": "object"}},
+		"application/apply-patch+yaml":           map[string]any{"schema": map[string]any{"type": "object"}},
 	}}
 	patch := op("patchNamespacedEvent", "patch", append(nsName, q("dryRun", "fieldManager", "fieldValidation", "force")...), false, "200")
 	patch["requestBody"] = patchBody

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubevents/kubevents/eventapi/fieldmanager"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/ui"
@@ -35,6 +36,8 @@ type Server struct {
 	ui http.Handler
 	// retention chooses each write's TTL.
 	retention *retention.Policy
+	// fields keeps the events' managedFields (managedfields.go).
+	fields *fieldmanager.Manager
 
 	handlers           map[verb]handlerFunc
 	readOnly, mutating inflight
@@ -79,6 +82,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: Config.Retention: %w", err)
 	}
 	if s.metrics, err = newMetrics(cfg.Registry, cfg.Store, s.retention.RuleNames()); err != nil {
+		return nil, err
+	}
+	if s.fields, err = fieldmanager.New(); err != nil {
 		return nil, err
 	}
 	if s.discovery, err = newDiscovery(cfg.ReadOnly != ""); err != nil {
@@ -239,7 +245,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		if s.discovery.serve(w, r) || s.openapi.serve(w, r) {
+		if s.discovery.serve(w, r) || s.openapi.serve(w, r) || serveNamespace(w, r) {
 			return
 		}
 	}

@@ -121,6 +121,12 @@ type Selector struct {
 	Labels labels.Selector
 }
 
+// SelectsAll reports whether s has no field or label selector: it selects
+// every event (of its namespace, when it names one).
+func (s Selector) SelectsAll() bool {
+	return len(s.Fields) == 0 && (s.Labels == nil || s.Labels.Empty())
+}
+
 // Matches reports whether ev is selected.
 func (s Selector) Matches(ev *corev1.Event) bool {
 	if s.Namespace != "" && ev.Namespace != s.Namespace {
@@ -157,6 +163,13 @@ type ListResult struct {
 	Revision int64
 	// Continue, when not empty, is the token that returns the next page.
 	Continue string
+	// RemainingItemCount, when set, is how many events the later pages
+	// hold, at Revision. Backends set it as kube-apiserver does: only on
+	// a page that has a Continue, and only for a list whose selector
+	// SelectsAll (then the events stored after the page are exactly what
+	// the later pages hold; with a selector they are not, and
+	// kube-apiserver leaves the count out rather than give a wrong one).
+	RemainingItemCount *int64
 }
 
 // Preconditions guard an update or a delete.

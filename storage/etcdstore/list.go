@@ -162,7 +162,8 @@ func (s *Store) emptyList(ctx context.Context, rev int64) (*storage.ListResult, 
 
 // scan reads the keys from start up to the end of prefix at rev (0: the
 // current revision, which later batches then keep), returning up to limit
-// matching events and a continue token when more keys follow.
+// matching events and a continue token when more keys follow, with the
+// number of keys that follow when sel selects all of them.
 func (s *Store) scan(ctx context.Context, prefix, start string, rev int64, sel storage.Selector, limit int64) (*storage.ListResult, error) {
 	res := &storage.ListResult{Items: []*corev1.Event{}}
 	batch := limit
@@ -188,6 +189,15 @@ func (s *Store) scan(ctx context.Context, prefix, start string, rev int64, sel s
 			if limit > 0 && int64(len(res.Items)) >= limit {
 				if i < len(resp.Kvs)-1 || resp.Count > int64(len(resp.Kvs)) {
 					res.Continue = encodeContinue(rev, strings.TrimPrefix(last, prefix)+"\x00")
+					if sel.SelectsAll() {
+						// etcd's count of the keys from this batch's
+						// start to the end of the prefix, at rev, as
+						// kube-apiserver reads it: less the keys up to
+						// and including the last returned, the keys the
+						// later pages hold.
+						remaining := resp.Count - int64(i+1)
+						res.RemainingItemCount = &remaining
+					}
 				}
 				return res, nil
 			}

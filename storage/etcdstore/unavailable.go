@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kubevents/kubevents/storage"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/kubernetes"
@@ -211,6 +213,13 @@ type healthState struct {
 // share one check. While etcd is unreachable or without quorum the error
 // wraps storage.ErrUnreachable; it clears by itself once etcd answers
 // again.
+//
+// Unlike kube-apiserver's check, it also fails while etcd's NOSPACE
+// alarm is raised (etcd's own /health does too): etcd then refuses
+// every write, which the server answers 507, as a full disk under
+// pebble, which fails readiness as well. The error is the writes'
+// noSpaceError (storage.ErrUnavailable, not ErrUnreachable: reads go
+// on), and it clears by itself once the alarm is disarmed.
 func (s *Store) Health() error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -225,7 +234,10 @@ func (s *Store) Health() error {
 	ctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(s.ctx), s.opts.ReadycheckTimeout)
 	defer cancel()
 	_, err := s.cli.Get(ctx, path.Join(s.opts.Prefix, "health"))
-	if err != nil {
+	if err == nil {
+		err = s.noSpaceAlarm(ctx)
+	}
+	if err != nil && !isNoSpace(err) {
 		if s.ctx.Err() != nil {
 			err = storage.ErrClosed
 		} else {
@@ -235,18 +247,38 @@ func (s *Store) Health() error {
 		}
 	}
 	switch was := h.err; {
-	case err != nil && was == nil:
-		s.log.Error("etcdstore: etcd is unavailable", "err", err)
+	case err != nil && (was == nil || isNoSpace(err) != isNoSpace(was)):
+		s.log.Error("etcdstore: not ready", "err", err)
 	case err == nil && was != nil:
-		s.log.Info("etcdstore: etcd is available again", "was", was.Error())
+		s.log.Info("etcdstore: ready again", "was", was.Error())
 	}
 	h.checked, h.err = s.opts.Clock.Now(), err
 	return err
 }
 
-// healthy reports whether Health's last answer, however old, was nil.
+// noSpaceAlarm returns a noSpaceError while etcd's NOSPACE alarm is
+// raised on any member, nil otherwise. etcd's alarm list is the only
+// typed account of its alarms (a member's Status lists them only as
+// text); a list it does not give (a user it does not permit, a timeout)
+// leaves readiness to the get before it.
+func (s *Store) noSpaceAlarm(ctx context.Context) error {
+	r, err := s.cli.AlarmList(ctx)
+	if err != nil {
+		return nil
+	}
+	for _, a := range r.Alarms {
+		if a.Alarm == etcdserverpb.AlarmType_NOSPACE {
+			return &noSpaceError{endpoints: strings.Join(s.cli.Endpoints(), ","),
+				cause: fmt.Errorf("%w (alarm raised by member %x)", rpctypes.ErrNoSpace, a.MemberID)}
+		}
+	}
+	return nil
+}
+
+// healthy reports whether Health's last answer, however old, was that
+// etcd answers: nil, or its NOSPACE alarm (reads still work).
 func (s *Store) healthy() bool {
 	s.health.mu.Lock()
 	defer s.health.mu.Unlock()
-	return s.health.err == nil
+	return s.health.err == nil || isNoSpace(s.health.err)
 }

@@ -119,3 +119,57 @@ func BenchmarkListObject(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkListPage measures a page of 500 events of a namespace holding
+// 100,000: the first page, which also counts the namespace's keys for
+// remainingItemCount, against a later page (the count carried in the
+// continue token) and the first page across namespaces (the store's
+// count, read from the snapshot).
+func BenchmarkListPage(b *testing.B) {
+	const stored = 100_000
+	s, err := pebblestore.Open(pebblestore.Options{Dir: b.TempDir(), DefaultTTL: 24 * time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= stored; i = next.Add(1) {
+				ev := kubeletEvent(i)
+				ev.Namespace, ev.InvolvedObject.Namespace = "busy", "busy"
+				if _, err := s.Create(ctx, ev, storage.WriteOptions{}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	first, err := s.List(ctx, storage.ListOptions{Limit: 500, Selector: storage.Selector{Namespace: "busy"}})
+	if err != nil || first.RemainingItemCount == nil || *first.RemainingItemCount != stored-500 {
+		b.Fatalf("first page: %v %v", first.RemainingItemCount, err)
+	}
+	for _, c := range []struct {
+		name string
+		opts storage.ListOptions
+	}{
+		{"namespace/first", storage.ListOptions{Limit: 500, Selector: storage.Selector{Namespace: "busy"}}},
+		{"namespace/continued", storage.ListOptions{Limit: 500, Selector: storage.Selector{Namespace: "busy"}, Continue: first.Continue}},
+		{"all/first", storage.ListOptions{Limit: 500}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				res, err := s.List(ctx, c.opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.Items) != 500 || res.RemainingItemCount == nil {
+					b.Fatalf("%d items, remaining %v", len(res.Items), res.RemainingItemCount)
+				}
+			}
+		})
+	}
+}

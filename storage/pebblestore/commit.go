@@ -212,6 +212,17 @@ type group struct {
 	now     time.Time
 	expired int64
 	trimTo  int64
+	// namespaces are the changes of the group to each namespace's count
+	// of events, published with its view.
+	namespaces map[string]int64
+}
+
+// countIn records that the group changes namespace ns's count by d.
+func (g *group) countIn(ns string, d int64) {
+	if g.namespaces == nil {
+		g.namespaces = map[string]int64{}
+	}
+	g.namespaces[ns] += d
 }
 
 func (s *Store) lookup(g *group, key []byte) (*objState, error) {
@@ -314,7 +325,7 @@ func (s *Store) commitGroup(ops []*op) {
 		s.events.Store(s.count)
 		s.storedBytes.Store(s.liveBytes)
 		s.expired.Add(g.expired)
-		s.publishView(s.rev)
+		s.publishView(s.rev, g.namespaces)
 		s.hub.append(g.entries)
 	}
 	for _, o := range ops {
@@ -441,7 +452,11 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 	typ := watch.Added
 	if cur.exists {
 		typ = watch.Modified
-		_ = b.Delete(expiryKey(cur.expiry, sfx), nil)
+		if cur.expiry != expiry {
+			// Equal when a clock did not move (a fake one): the entry
+			// just set is the one to keep.
+			_ = b.Delete(expiryKey(cur.expiry, sfx), nil)
+		}
 		for _, k := range oldIdx {
 			if !containsKey(newIdx, k) {
 				_ = b.Delete(k, nil)
@@ -463,6 +478,7 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 		}
 		_ = b.Set(logKey(rev), encodeLogRef(sfx), nil)
 		s.count++
+		g.countIn(o.ev.Namespace, 1)
 		s.presence.add(key)
 	}
 	s.rev = rev
@@ -503,6 +519,7 @@ func (s *Store) remove(g *group, o *op, key []byte, cur *objState) error {
 	_ = b.Set(logKey(rev), encodeLog(logDeleted, cur.proto, nil), nil)
 	s.rev = rev
 	s.count--
+	g.countIn(last.Namespace, -1)
 	s.presence.remove(key)
 	deleted := withRevision(last, rev)
 	o.result = deleted
@@ -569,7 +586,7 @@ func containsKey(keys [][]byte, k []byte) bool {
 // staged adds and removes did not happen. If even that read fails, every
 // key is treated as maybe present: correct, only slower.
 func (s *Store) rebuildPresence() *presence {
-	p, err := loadPresence(s.db, s.count)
+	p, _, err := loadPresence(s.db, s.count)
 	if err != nil {
 		s.log.Error("rebuilding the key set after a failed commit; falling back to reads", "err", err)
 		return &presence{unknown: true}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,17 +17,28 @@ import (
 )
 
 // continueToken is what a continue string encodes: the revision the list
-// is served at (-1: whatever is current) and the last key returned.
+// is served at (-1: whatever is current) and the last key returned. A
+// list whose selector selects all events of its scope also carries the
+// number of events in the scope at that revision and how many the pages
+// so far returned, whose difference is the remaining item count; tokens
+// without them (older ones, inconsistent continuations) give none.
 type continueToken struct {
-	Version string `json:"v"`
-	Rev     int64  `json:"rv"`
-	Key     string `json:"k"`
+	Version  string `json:"v"`
+	Rev      int64  `json:"rv"`
+	Key      string `json:"k"`
+	Total    int64  `json:"t,omitempty"`
+	Returned int64  `json:"n,omitempty"`
 }
 
 const continueVersion = "kubevents.io/v1"
 
 func encodeContinue(rev int64, key string) string {
-	b, _ := json.Marshal(continueToken{Version: continueVersion, Rev: rev, Key: key})
+	return continueToken{Rev: rev, Key: key}.encode()
+}
+
+func (t continueToken) encode() string {
+	t.Version = continueVersion
+	b, _ := json.Marshal(t)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -42,7 +54,7 @@ func decodeContinue(s string) (continueToken, error) {
 	if t.Version != continueVersion {
 		return t, fmt.Errorf("%w: unknown token version %q", storage.ErrInvalidContinue, t.Version)
 	}
-	if t.Rev == 0 || t.Rev < -1 || t.Key == "" || bytes.IndexByte([]byte(t.Key), '/') < 0 {
+	if t.Rev == 0 || t.Rev < -1 || t.Key == "" || bytes.IndexByte([]byte(t.Key), '/') < 0 || t.Total < 0 || t.Returned < 0 {
 		return t, fmt.Errorf("%w: malformed token", storage.ErrInvalidContinue)
 	}
 	return t, nil
@@ -50,68 +62,117 @@ func decodeContinue(s string) (continueToken, error) {
 
 // List implements storage.Interface.
 func (s *Store) List(ctx context.Context, opts storage.ListOptions) (*storage.ListResult, error) {
-	v, after, err := s.listView(opts)
+	v, tok, err := s.listView(opts)
 	if err != nil {
 		return nil, err
 	}
 	defer s.release(v)
-	items, last, more, err := s.scan(ctx, v, opts.Selector, after, opts.Limit)
+	items, last, more, err := s.scan(ctx, v, opts.Selector, tok.Key, opts.Limit)
 	if err != nil {
 		return nil, err
 	}
 	res := &storage.ListResult{Items: items, Revision: v.rev}
 	if more {
-		res.Continue = encodeContinue(v.rev, last)
+		next := continueToken{Rev: v.rev, Key: last}
+		if tok.Total > 0 {
+			// Every page is served from the first page's snapshot: what
+			// it counted less what the pages returned remains.
+			next.Total, next.Returned = tok.Total, tok.Returned+int64(len(items))
+			if remaining := next.Total - next.Returned; remaining > 0 {
+				res.RemainingItemCount = &remaining
+			}
+		}
+		res.Continue = next.encode()
 		s.retain(v)
 	}
 	return res, nil
 }
 
-// listView picks the snapshot a list is served from.
-func (s *Store) listView(opts storage.ListOptions) (*view, string, error) {
+// storedCount is the number of events stored in v, kept at each revision.
+func storedCount(v *view) (int64, error) {
+	val, closer, err := v.snap.Get(metaCount)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("pebblestore: list: %w", err)
+	}
+	defer closer.Close()
+	if len(val) != 8 {
+		return 0, fmt.Errorf("pebblestore: corrupt %s", metaCount)
+	}
+	return int64(binary.BigEndian.Uint64(val)), nil
+}
+
+// listView picks the snapshot a list is served from, and returns the
+// continue token it resumes. A first page gets a token whose Total is the
+// number of events in the list's scope in the snapshot, when its
+// selector selects them all and that count is at hand: the store's count
+// for all namespaces, the count published with the newest view for one
+// (a list at an older exact revision gets none).
+func (s *Store) listView(opts storage.ListOptions) (*view, continueToken, error) {
 	if opts.Continue != "" {
 		tok, err := decodeContinue(opts.Continue)
 		if err != nil {
-			return nil, "", err
+			return nil, tok, err
 		}
 		if tok.Rev == -1 {
+			// Another snapshot than the one counted: no count.
 			v, err := s.acquire()
-			return v, tok.Key, err
+			return v, continueToken{Key: tok.Key}, err
 		}
 		v, err := s.acquireAt(tok.Rev)
 		if err != nil {
-			return nil, "", err
+			return nil, tok, err
 		}
 		if v == nil {
 			if tok.Rev > s.Revision() {
-				return nil, "", fmt.Errorf("%w: revision %d is in the future", storage.ErrInvalidContinue, tok.Rev)
+				return nil, tok, fmt.Errorf("%w: revision %d is in the future", storage.ErrInvalidContinue, tok.Rev)
 			}
-			return nil, "", &storage.ContinueExpiredError{Inconsistent: encodeContinue(-1, tok.Key)}
+			return nil, tok, &storage.ContinueExpiredError{Inconsistent: encodeContinue(-1, tok.Key)}
 		}
-		return v, tok.Key, nil
+		return v, tok, nil
 	}
-	v, err := s.acquire()
+	var tok continueToken
+	counting := opts.Selector.SelectsAll()
+	v, n, err := s.acquireCounting(opts.Selector.Namespace)
 	if err != nil {
-		return nil, "", err
+		return nil, tok, err
 	}
 	if opts.Revision > 0 {
 		switch {
 		case opts.Revision > v.rev:
 			s.release(v)
-			return nil, "", fmt.Errorf("revision %d, current %d: %w", opts.Revision, v.rev, storage.ErrFutureRevision)
+			return nil, tok, fmt.Errorf("revision %d, current %d: %w", opts.Revision, v.rev, storage.ErrFutureRevision)
 		case opts.Exact && opts.Revision != v.rev:
 			s.release(v)
 			old, err := s.acquireAt(opts.Revision)
 			if err != nil {
-				return nil, "", err
+				return nil, tok, err
 			}
 			if old == nil {
-				return nil, "", fmt.Errorf("revision %d: %w", opts.Revision, storage.ErrCompacted)
+				return nil, tok, fmt.Errorf("revision %d: %w", opts.Revision, storage.ErrCompacted)
 			}
-			return old, "", nil
+			if counting && opts.Selector.Namespace == "" {
+				if tok.Total, err = storedCount(old); err != nil {
+					s.release(old)
+					return nil, tok, err
+				}
+			}
+			return old, tok, nil
 		}
 	}
-	return v, "", nil
+	switch {
+	case !counting:
+	case opts.Selector.Namespace != "":
+		tok.Total = n
+	default:
+		if tok.Total, err = storedCount(v); err != nil {
+			s.release(v)
+			return nil, tok, err
+		}
+	}
+	return v, tok, nil
 }
 
 // bounds returns the iterator bounds of the keys under prefix, within

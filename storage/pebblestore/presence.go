@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"hash/maphash"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -118,12 +119,14 @@ func (p *presence) remove(key []byte) {
 }
 
 // loadPresence fills the set from the TTL queue, which holds exactly one
-// small entry per stored object, so no object value is read.
-func loadPresence(db *pebble.DB, expected int64) (*presence, error) {
+// small entry per stored object, so no object value is read; it counts
+// the objects of each namespace on the way.
+func loadPresence(db *pebble.DB, expected int64) (*presence, map[string]int64, error) {
 	p := newPresence(int(expected))
+	namespaces := map[string]int64{}
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixExpiry}, UpperBound: []byte{prefixExpiry + 1}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	key := make([]byte, 0, 128)
 	for ok := it.First(); ok; ok = it.Next() {
@@ -133,10 +136,13 @@ func loadPresence(db *pebble.DB, expected int64) (*presence, error) {
 		}
 		key = append(append(key[:0], prefixObject), k[9:]...)
 		p.add(key)
+		if i := bytes.IndexByte(k[9:], '/'); i >= 0 {
+			namespaces[string(k[9:9+i])]++
+		}
 	}
 	if err := it.Error(); err != nil {
 		it.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return p, it.Close()
+	return p, namespaces, it.Close()
 }

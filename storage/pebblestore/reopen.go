@@ -55,7 +55,7 @@ func (s *Store) reopen() error {
 	}
 	s.viewMu.Lock()
 	if err == nil {
-		s.view = s.newViewLocked(s.rev)
+		s.view, s.namespaces = s.newViewLocked(s.rev), s.loadedNamespaces
 	} else {
 		s.health.set(&s.health.broken, s.health.unavailable("reopening the database failed; restart eventsd", err))
 	}

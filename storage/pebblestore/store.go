@@ -70,6 +70,15 @@ type Store struct {
 	closed   bool            // views may no longer be acquired
 	swapping bool            // the database is being reopened: wait
 	live     int             // views not yet closed
+	// namespaces counts the events of each namespace in view (on
+	// viewMu): the committer applies each group's changes as it
+	// publishes the group's view, so a list's first page finds the count
+	// of its namespace at the revision it is served at, for
+	// remainingItemCount, without counting keys.
+	namespaces map[string]int64
+	// loadedNamespaces are the counts loadState found, installed with
+	// the view it makes possible.
+	loadedNamespaces map[string]int64
 
 	hub *hub
 
@@ -149,7 +158,7 @@ func Open(opts Options) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
-	s.view = s.newViewLocked(s.rev)
+	s.view, s.namespaces = s.newViewLocked(s.rev), s.loadedNamespaces
 	s.hub = newHub(opts.RingSize, opts.RingBytes, s.rev)
 	s.wg.Add(2)
 	go s.commitLoop()
@@ -208,7 +217,7 @@ func (s *Store) loadState() error {
 		}
 	}
 	if err == nil {
-		s.presence, err = loadPresence(s.db, s.count)
+		s.presence, s.loadedNamespaces, err = loadPresence(s.db, s.count)
 	}
 	if err == nil {
 		s.liveBytes, err = s.loadStoredBytes()
@@ -246,6 +255,18 @@ func (s *Store) acquire() (*view, error) {
 	}
 	s.view.refs++
 	return s.view, nil
+}
+
+// acquireCounting is acquire, with the number of events namespace ns
+// holds in the view.
+func (s *Store) acquireCounting(ns string) (*view, int64, error) {
+	s.viewMu.Lock()
+	defer s.viewMu.Unlock()
+	if err := s.waitViewLocked(); err != nil {
+		return nil, 0, err
+	}
+	s.view.refs++
+	return s.view, s.namespaces[ns], nil
 }
 
 // acquireAt returns a view at exactly rev if one is still held: the
@@ -336,9 +357,17 @@ func (s *Store) retain(v *view) {
 	s.retained[v.rev] = v
 }
 
-// publishView installs a new durable snapshot. Called by the committer.
-func (s *Store) publishView(rev int64) {
+// publishView installs a new durable snapshot, whose namespaces hold
+// counts changed by the given amounts. Called by the committer.
+func (s *Store) publishView(rev int64, counts map[string]int64) {
 	s.viewMu.Lock()
+	for ns, d := range counts {
+		if n := s.namespaces[ns] + d; n > 0 {
+			s.namespaces[ns] = n
+		} else {
+			delete(s.namespaces, ns)
+		}
+	}
 	old := s.view
 	s.view = s.newViewLocked(rev)
 	if old != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/clock"
@@ -79,6 +81,8 @@ func Run(t *testing.T, h Harness) {
 		{"ListLabelSelector", testListLabels},
 		{"ListPagination", testListPagination},
 		{"ListPaginationManyLists", testListPaginationManyLists},
+		{"ListRemainingItemCount", testListRemainingItemCount},
+		{"ListRemainingItemCountReopen", testListRemainingItemCountReopen},
 		{"ListRevisions", testListRevisions},
 		{"WatchFromRevision", testWatchFromRevision},
 		{"WatchInitialEvents", testWatchInitialEvents},
@@ -469,6 +473,134 @@ func testListPagination(t *testing.T, h Harness) {
 			t.Fatalf("continue %q: got %v, want ErrInvalidContinue", bad, err)
 		}
 	}
+}
+
+// testListRemainingItemCount: a page with a continuation and no field
+// or label selector says how many events the later pages hold (across
+// namespaces and in one), counted at the list's revision, so writes
+// after the first page do not change it; a selector, or a last page,
+// gives none, as kube-apiserver's etcd store does.
+func testListRemainingItemCount(t *testing.T, h Harness) {
+	f := open(t, h, nil)
+	for i := 0; i < 7; i++ {
+		f.create(ev("a", fmt.Sprintf("e%d", i)))
+	}
+	for i := 0; i < 4; i++ {
+		f.create(ev("b", fmt.Sprintf("e%d", i)))
+	}
+	f.create(ev("c", "e0"))
+	count := func(p *int64) string {
+		if p == nil {
+			return "nil"
+		}
+		return strconv.FormatInt(*p, 10)
+	}
+	for _, c := range []struct {
+		what string
+		opts storage.ListOptions
+		want []string // the remaining item count of each page; nil: none on any of several pages
+	}{
+		{"all namespaces", storage.ListOptions{Limit: 5}, []string{"7", "2", "nil"}},
+		{"namespace a", storage.ListOptions{Limit: 3, Selector: storage.Selector{Namespace: "a"}}, []string{"4", "1", "nil"}},
+		{"namespace b, exact pages", storage.ListOptions{Limit: 2, Selector: storage.Selector{Namespace: "b"}}, []string{"2", "nil"}},
+		{"namespace c, one page", storage.ListOptions{Limit: 5, Selector: storage.Selector{Namespace: "c"}}, []string{"nil"}},
+		{"no limit", storage.ListOptions{}, []string{"nil"}},
+		{"field selector", storage.ListOptions{Limit: 3, Selector: storage.Selector{Fields: sel(t, eventapi.CoreV1, "reason=Started")}}, nil},
+		{"namespace field selector", storage.ListOptions{Limit: 3, Selector: storage.Selector{Fields: sel(t, eventapi.CoreV1, "metadata.namespace=a")}}, nil},
+		{"label selector", storage.ListOptions{Limit: 3, Selector: storage.Selector{Namespace: "a", Labels: labels.Everything().Add(mustRequirement(t, "app", selection.DoesNotExist))}}, nil},
+	} {
+		var got []string
+		opts := c.opts
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatalf("%s: pagination does not end", c.what)
+			}
+			res, err := f.s.List(f.ctx, opts)
+			if err != nil {
+				t.Fatalf("%s: %v", c.what, err)
+			}
+			got = append(got, count(res.RemainingItemCount))
+			if res.Continue == "" {
+				break
+			}
+			if pages == 0 {
+				// Served at the first page's revision: later writes
+				// change neither the pages nor the count.
+				f.create(ev("a", fmt.Sprintf("late-%d", len(c.what))))
+				f.create(ev("b", fmt.Sprintf("late-%d", len(c.what))))
+			}
+			opts.Continue = res.Continue
+		}
+		if c.want == nil {
+			if len(got) < 2 || slices.ContainsFunc(got, func(s string) bool { return s != "nil" }) {
+				t.Fatalf("%s: remaining item counts %v, want none on each of several pages", c.what, got)
+			}
+		} else {
+			equal(t, c.what+": remaining item counts", got, c.want)
+		}
+		for _, ns := range []string{"a", "b"} {
+			if _, err := f.s.Delete(f.ctx, ns, fmt.Sprintf("late-%d", len(c.what)), storage.Preconditions{}); err != nil && !errors.Is(err, storage.ErrNotFound) {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// testListRemainingItemCountReopen: the remaining item count follows
+// creates, updates and deletes in a namespace, and holds across a
+// reopen of the store.
+func testListRemainingItemCountReopen(t *testing.T, h Harness) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	opts := Options{Clock: clk, DefaultTTL: time.Hour, HistoryMaxEvents: 1 << 20, ExpiryInterval: time.Second, HistoryWindow: suiteHistoryWindow}
+	dir := t.TempDir()
+	ctx := context.Background()
+	s := h.Open(t, dir, opts)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			if _, err := s.Create(ctx, ev("a", fmt.Sprintf("e%d", i)), storage.WriteOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := s.Create(ctx, ev("b", "e0"), storage.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"e1", "e6"} {
+		if _, err := s.Delete(ctx, "a", name, storage.Preconditions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Update(ctx, ev("a", "e2", func(e *corev1.Event) { e.Count = 2 }), storage.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		t.Helper()
+		res, err := s.List(ctx, storage.ListOptions{Limit: 2, Selector: storage.Selector{Namespace: "a"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.RemainingItemCount == nil || *res.RemainingItemCount != 4 {
+			t.Fatalf("%s: 6 events in the namespace, a page of 2: remaining item count %s, want 4", what, showCount(res.RemainingItemCount))
+		}
+	}
+	check("before reopening")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = h.Open(t, dir, opts)
+	defer s.Close()
+	check("after reopening")
+}
+
+func mustRequirement(t *testing.T, key string, op selection.Operator) labels.Requirement {
+	t.Helper()
+	r, err := labels.NewRequirement(key, op, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *r
 }
 
 // suiteHistoryWindow is the history window the suite opens stores with.
@@ -1274,4 +1406,12 @@ func testWatchFromOrigin(t *testing.T, h Harness) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a watch from now got nothing")
 	}
+}
+
+// showCount shows a remaining item count, or nil.
+func showCount(p *int64) string {
+	if p == nil {
+		return "nil"
+	}
+	return strconv.FormatInt(*p, 10)
 }

@@ -200,6 +200,22 @@ func TestAuthorizationABAC(t *testing.T) {
 	if res.Err == nil || !strings.Contains(res.Stderr, want) {
 		t.Errorf("kubectl get events -n kube-system as bob: %v\nstdout %s\nstderr %s\nwant %s", res.Err, res.Stdout, res.Stderr, want)
 	}
+	// A missing event outside default: kubectl's follow-up get of the
+	// namespace is refused (bob may read events only), and kubectl then
+	// shows the event's own 404, as with kube-apiserver.
+	const rejected = `eventsd_forbidden_requests_total{outcome="rejected"}`
+	before := cgMetrics(t, p.URL, "tok-prom")[rejected]
+	res = p.Kubectl(kc, "get", "event", "missing", "-n", "prod")
+	if want := `Error from server (NotFound): events "missing" not found`; res.Err == nil || !strings.Contains(res.Stderr, want) {
+		t.Errorf("kubectl get event missing -n prod as bob: %v\nstderr %s\nwant %s", res.Err, res.Stderr, want)
+	}
+	if after := cgMetrics(t, p.URL, "tok-prom")[rejected]; after != before+1 {
+		t.Errorf("%s went from %v to %v over kubectl's get of a missing event, want one refusal (the namespace)", rejected, before, after)
+	}
+	if r := cgGetWithAuth(t, client, "GET", p.URL+"/api/v1/namespaces/prod", "Bearer tok-root"); r.code != http.StatusOK ||
+		!strings.Contains(string(r.body), `"kind":"Namespace"`) {
+		t.Errorf("system:masters gets namespace prod: %d %s", r.code, r.body)
+	}
 	res = p.Kubectl(kc, "get", "events", "-A")
 	if res.Err == nil || !strings.Contains(res.Stderr, `User "bob" cannot list resource "events" in API group "" at the cluster scope`) {
 		t.Errorf("kubectl get events -A as bob: %v\n%s", res.Err, res.Stderr)

@@ -1020,6 +1020,19 @@ func TestKubectlDelete(t *testing.T) {
 	if !strings.Contains(r.Stderr, notFound("never-existed")) {
 		t.Errorf("delete of a missing event: stderr %q; want %q", r.Stderr, notFound("never-existed"))
 	}
+	// Outside the default namespace kubectl asks for the namespace after
+	// the 404 and shows the event's error only if the namespace exists:
+	// on eventsd every namespace does.
+	for _, args := range [][]string{{"get", "ev", "missing", "-n", "other"}, {"delete", "event", "missing", "-n", "other"}} {
+		r = kubectlFails(t, p, kc, args...)
+		if !strings.Contains(r.Stderr, notFound("missing")) || r.Stdout != "" {
+			t.Errorf("kubectl %s: stdout %q, stderr %q; want %q", strings.Join(args, " "), r.Stdout, r.Stderr, notFound("missing"))
+		}
+	}
+	r = kubectlFails(t, p, kc, "get", "events.events.k8s.io", "missing", "-n", "other")
+	if want := `Error from server (NotFound): events.events.k8s.io "missing" not found`; !strings.Contains(r.Stderr, want) {
+		t.Errorf("get events.events.k8s.io missing -n other: stderr %q, want %q", r.Stderr, want)
+	}
 
 	// Through events.k8s.io.
 	r = kubectlOK(t, p, kc, "delete", "events.events.k8s.io", "a.2")

@@ -31,8 +31,9 @@ func eventAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
 
 // TestInteropContinue: a paginated list gives the same continue token on
 // both sides (kube-apiserver's: the list's revision and the next key
-// relative to the listed prefix, the namespace's for a namespaced list),
-// and either side continues the other's list where it stopped.
+// relative to the listed prefix, the namespace's for a namespaced list)
+// and the same remaining item count (none with a selector), and either
+// side continues the other's list where it stopped.
 func TestInteropContinue(t *testing.T) {
 	e := newEnv(t)
 	api := e.apiserverStore(mediaProtobuf, nil)
@@ -46,16 +47,17 @@ func TestInteropContinue(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		name     string
-		key      string // the apiserver store's list key
-		selector evstorage.Selector
-		field    fields.Selector
-		want     []string // the first two pages' keys
+		name      string
+		key       string // the apiserver store's list key
+		selector  evstorage.Selector
+		field     fields.Selector
+		want      []string // the first two pages' keys
+		remaining []string // and their remaining item counts
 	}{
-		{"all namespaces", resourcePrefix, evstorage.Selector{}, fields.Everything(), []string{"default/a", "default/b"}},
-		{"namespace", resourcePrefix + "/other", evstorage.Selector{Namespace: "other"}, fields.Everything(), []string{"other/a", "other/b"}},
+		{"all namespaces", resourcePrefix, evstorage.Selector{}, fields.Everything(), []string{"default/a", "default/b"}, []string{"5", "4"}},
+		{"namespace", resourcePrefix + "/other", evstorage.Selector{Namespace: "other"}, fields.Everything(), []string{"other/a", "other/b"}, []string{"2", "1"}},
 		{"namespace, indexed field", resourcePrefix + "/other", evstorage.Selector{Namespace: "other", Fields: sel},
-			fields.OneTermEqualSelector("involvedObject.uid", "pod-1"), []string{"other/a", "other/b"}},
+			fields.OneTermEqualSelector("involvedObject.uid", "pod-1"), []string{"other/a", "other/b"}, []string{"nil", "nil"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			apiList := func(cont string) *corev1.EventList {
@@ -84,6 +86,7 @@ func TestInteropContinue(t *testing.T) {
 			if a.Continue != s.Continue {
 				t.Fatalf("continue tokens differ:\napiserver %s\netcdstore %s", token(a.Continue), token(s.Continue))
 			}
+			sameCount(t, "first pages", a.RemainingItemCount, s.RemainingItemCount, tc.remaining[0])
 			// Each side continues the other's list.
 			s2, a2 := esList(a.Continue), apiList(s.Continue)
 			if len(s2.Items) != 1 || key(s2.Items[0]) != tc.want[1] {
@@ -95,7 +98,23 @@ func TestInteropContinue(t *testing.T) {
 			if a2.Continue != s2.Continue {
 				t.Fatalf("second continue tokens differ:\napiserver %s\netcdstore %s", token(a2.Continue), token(s2.Continue))
 			}
+			sameCount(t, "second pages", a2.RemainingItemCount, s2.RemainingItemCount, tc.remaining[1])
 		})
+	}
+}
+
+// sameCount fails unless the apiserver's and etcdstore's remaining item
+// counts of a page are both want ("nil": neither has one).
+func sameCount(t *testing.T, what string, api, es *int64, want string) {
+	t.Helper()
+	show := func(p *int64) string {
+		if p == nil {
+			return "nil"
+		}
+		return fmt.Sprint(*p)
+	}
+	if show(api) != want || show(es) != want {
+		t.Fatalf("%s: remaining item count: apiserver %s, etcdstore %s, want %s", what, show(api), show(es), want)
 	}
 }
 
