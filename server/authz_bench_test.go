@@ -88,7 +88,10 @@ func benchCreates(b *testing.B, cfg server.Config, token string) {
 		b.Fatal(err)
 	}
 	hs := httptest.NewServer(srv)
-	defer hs.Close()
+	defer func() {
+		hs.Close()
+		_ = srv.Drain(context.Background())
+	}()
 	url := hs.URL + "/api/v1/namespaces/default/events"
 	var n atomic.Int64
 	b.SetParallelism(32)

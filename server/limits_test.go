@@ -47,7 +47,10 @@ func TestMutatingInflightLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv)
-	defer hs.Close()
+	defer func() {
+		hs.Close()
+		_ = srv.Drain(context.Background())
+	}()
 	post := func(name string) *http.Response {
 		resp, err := http.Post(hs.URL+"/api/v1/namespaces/default/events", "application/json",
 			strings.NewReader(`{"metadata":{"name":"`+name+`"},"involvedObject":{"namespace":"default"}}`))
