@@ -1,6 +1,7 @@
 package readme
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -9,11 +10,18 @@ import (
 )
 
 // TestConfigExamplesDecode decodes README.md's example configuration
-// files (```yaml blocks declaring one of eventsd's kinds) with eventsd's
-// own strict decoders, so that an example a user copies is accepted.
+// files (```yaml blocks, and files written by heredocs in ```sh blocks,
+// declaring one of eventsd's kinds) with eventsd's own strict decoders, so
+// that an example a user copies is accepted.
 func TestConfigExamplesDecode(t *testing.T) {
 	seen := map[string]int{}
-	for _, b := range blocks(t, "yaml") {
+	examples := blocks(t, "yaml")
+	for _, b := range blocks(t, "sh") {
+		for _, m := range heredoc.FindAllStringSubmatch(b, -1) {
+			examples = append(examples, m[1])
+		}
+	}
+	for _, b := range examples {
 		var err error
 		switch {
 		case strings.Contains(b, "kind: "+exportconfig.ConfigurationKind):
@@ -35,3 +43,7 @@ func TestConfigExamplesDecode(t *testing.T) {
 		}
 	}
 }
+
+// heredoc matches the body of `cat >FILE <<'EOF'` ... `EOF` in a shell
+// block.
+var heredoc = regexp.MustCompile(`(?s)<<'EOF'\n(.*?)\nEOF\n`)
