@@ -36,8 +36,12 @@ type listStream struct {
 	prefix []byte
 }
 
-// listSuffix ends a list document: the items' "]" and the object's "}".
-var listSuffix = []byte("]}")
+// listSuffix ends a list document: the items' "]" and the object's "}";
+// listComma separates the items of two pages.
+var (
+	listSuffix = []byte("]}")
+	listComma  = []byte(",")
+)
 
 func (s *Server) newListStream(rr resourceRequest, o output, meta metav1.ListMeta) (*listStream, error) {
 	ls := &listStream{s: s, rr: rr, o: o, meta: meta}
@@ -164,8 +168,9 @@ func (s *Server) listAll(w http.ResponseWriter, r *http.Request, rr resourceRequ
 		return
 	}
 	wrote := len(page.Items) > 0
-	for page.Continue != "" {
-		if page, err = next(page.Continue); err != nil {
+	for cont := page.Continue; cont != ""; {
+		page, err := next(cont)
+		if err != nil {
 			if ctx.Err() == nil {
 				s.errorLog.Warn("a list of every event failed after its first page was sent; its connection is cut", "namespace", rr.namespace, "err", err)
 			}
@@ -177,11 +182,16 @@ func (s *Server) listAll(w http.ResponseWriter, r *http.Request, rr resourceRequ
 			s.cfg.Logger.Error("encoding a list page", "err", err)
 			panic(http.ErrAbortHandler)
 		}
+		// The decoded page is not kept while a slow client takes the
+		// encoded one.
+		cont, page = page.Continue, nil
 		if len(body) == 0 {
 			continue
 		}
 		if wrote {
-			body = append([]byte{','}, body...)
+			if _, err := w.Write(listComma); err != nil {
+				return
+			}
 		}
 		if _, err := w.Write(body); err != nil {
 			return

@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kubevents/kubevents/internal/metricstest"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
 )
@@ -140,43 +137,7 @@ func TestListStormIsBounded(t *testing.T) {
 	})
 	fill(t, e.ctx, store, stored, 2048)
 	heap0 := heapInUse()
-	addr := strings.TrimPrefix(e.url, "http://")
-	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for i := range lists {
-		c, err := dialer.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-		if _, err := fmt.Fprintf(c, "GET /api/v1/events HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", addr); err != nil {
-			t.Fatalf("list %d: %v", i, err)
-		}
-	}
-	rejected := func() float64 { return metricstest.Sum(t, reg, "eventsd_rejected_requests_total", "class", "readOnly") }
-	for deadline := time.Now().Add(30 * time.Second); rejected() < lists-slots; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30s: %v lists refused, want %d", rejected(), lists-slots)
-		}
-	}
-	for i := range 10 {
-		body := fmt.Sprintf(`{"metadata":{"name":"w%d"},"involvedObject":{"namespace":"default"},"reason":"Started","message":"m"}`, i)
-		if code, resp := e.do(http.MethodPost, "/api/v1/namespaces/default/events", "application/json", "", body); code != http.StatusCreated {
-			t.Fatalf("create %d beside the lists: %d %s", i, code, resp)
-		}
-	}
+	e.unreadStorm(reg, "/api/v1/events", lists, slots)
 	// Per list: a page decoded (256 events of about 3 KiB) and encoded
 	// (about 2.5 KiB each), some 2 MiB at most, and the in-memory
 	// store's own churn. Unstreamed, each list held its whole answer

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -46,62 +45,12 @@ func TestInitialStateWatchStormIsBounded(t *testing.T) {
 	e := newEnvWith(t, time.Hour, func(c *server.Config) {
 		c.Registry, c.MaxRequestsInflight, store = reg, slots, c.Store
 	})
-	msg := strings.Repeat("m", 2048)
-	for i := range stored {
-		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns%d", i%10), Name: fmt.Sprintf("e%d", i)},
-			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("p%d", i), Namespace: fmt.Sprintf("ns%d", i%10)},
-			Reason:         "Started", Message: msg, Type: corev1.EventTypeNormal}
-		if _, err := store.Create(e.ctx, ev, storage.WriteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fill(t, e.ctx, store, stored, 2048)
 	heap0 := heapInUse()
-	addr := strings.TrimPrefix(e.url, "http://")
-	// Clients with a small receive window that never read: the server's
-	// writes block once the socket buffers are full (7 MB of initial
-	// events each, more than they hold).
-	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
-	conns := make([]net.Conn, 0, watches)
-	closeAll := func() {
-		for _, c := range conns {
-			c.Close()
-		}
-		conns = nil
-	}
-	defer closeAll()
-	for i := range watches {
-		c, err := dialer.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-		if _, err := fmt.Fprintf(c, "GET /api/v1/events?watch=1 HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", addr); err != nil {
-			t.Fatalf("watch %d: %v", i, err)
-		}
-	}
-	metric := func(name string, labels ...string) float64 { return metricstest.Sum(t, reg, name, labels...) }
-	for deadline := time.Now().Add(30 * time.Second); metric("eventsd_rejected_requests_total", "class", "readOnly") < watches-slots; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 30s: %v watches refused, %v initializing; want %d refused", metric("eventsd_rejected_requests_total", "class", "readOnly"),
-				metric("eventsd_watch_initializations"), watches-slots)
-		}
-	}
+	closeAll := e.unreadStorm(reg, "/api/v1/events?watch=1", watches, slots)
+	metric := func(name string) float64 { return metricstest.Sum(t, reg, name) }
 	if n := metric("eventsd_watch_initializations"); n != slots {
 		t.Fatalf("%v watches initializing, want %d (one per readOnly slot)", n, slots)
-	}
-	// Writes go on beside them.
-	for i := range 10 {
-		body := fmt.Sprintf(`{"metadata":{"name":"w%d"},"involvedObject":{"namespace":"default"},"reason":"Started","message":"m"}`, i)
-		if code, resp := e.do(http.MethodPost, "/api/v1/namespaces/default/events", "application/json", "", body); code != http.StatusCreated {
-			t.Fatalf("create %d beside the watches: %d %s", i, code, resp)
-		}
 	}
 	// What the initializing watches hold: per watch, the store's
 	// read-ahead (up to 384 decoded events of about 3 KiB) and a chunk
@@ -134,4 +83,54 @@ func TestInitialStateWatchStormIsBounded(t *testing.T) {
 	if n := metric("eventsd_watch_initializations"); n != 0 {
 		t.Fatalf("%v watches initializing after the last one sent its initial events", n)
 	}
+}
+
+// unreadStorm sends n GETs of path at once from clients with a small
+// receive window that never read the answers (so the server's writes block
+// once the socket buffers are full), waits until all but slots of them
+// are refused with 429 (readOnly in-flight), and checks that creates are
+// answered beside them. It returns a function that closes the clients.
+func (e *env) unreadStorm(reg *prometheus.Registry, path string, n, slots int) (closeAll func()) {
+	t := e.t
+	t.Helper()
+	addr := strings.TrimPrefix(e.url, "http://")
+	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	conns := make([]net.Conn, 0, n)
+	closeAll = func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		conns = nil
+	}
+	t.Cleanup(closeAll)
+	for i := range n {
+		c, err := dialer.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", path, addr); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	rejected := func() float64 { return metricstest.Sum(t, reg, "eventsd_rejected_requests_total", "class", "readOnly") }
+	for deadline := time.Now().Add(30 * time.Second); rejected() < float64(n-slots); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s: %v of %d requests refused, want %d", rejected(), n, n-slots)
+		}
+	}
+	for i := range 10 {
+		body := fmt.Sprintf(`{"metadata":{"name":"w%d"},"involvedObject":{"namespace":"default"},"reason":"Started","message":"m"}`, i)
+		if code, resp := e.do(http.MethodPost, "/api/v1/namespaces/default/events", "application/json", "", body); code != http.StatusCreated {
+			t.Fatalf("create %d beside the unread requests: %d %s", i, code, resp)
+		}
+	}
+	return closeAll
 }

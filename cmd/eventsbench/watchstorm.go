@@ -263,43 +263,35 @@ const (
 // until want ADDED events have come (then closes), the server refuses it,
 // or timeout passes.
 func watchInitial(ctx context.Context, c *http.Client, server string, want int, timeout time.Duration, headers *atomic.Int64) int {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, server+"/api/v1/events?watch=1", nil)
-	if err != nil {
-		return watchFailed
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return watchFailed
-	}
-	defer resp.Body.Close()
-	headers.Add(1)
-	if resp.StatusCode == http.StatusTooManyRequests {
-		return watchRefused
-	}
-	if resp.StatusCode != http.StatusOK {
-		return watchFailed
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for n := 0; sc.Scan(); {
-		if bytes.HasPrefix(sc.Bytes(), []byte(`{"type":"ADDED"`)) {
-			if n++; n >= want {
-				return watchCompleted
+	return stormGet(ctx, c, server+"/api/v1/events?watch=1", timeout, headers, func(body io.Reader) bool {
+		sc := bufio.NewScanner(body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		for n := 0; sc.Scan(); {
+			if bytes.HasPrefix(sc.Bytes(), []byte(`{"type":"ADDED"`)) {
+				if n++; n >= want {
+					return true
+				}
 			}
 		}
-	}
-	return watchFailed
+		return false
+	})
 }
 
 // listAll lists every event (no limit) and reads the answer, with the
 // outcomes of watchInitial.
 func listAll(ctx context.Context, c *http.Client, server string, _ int, timeout time.Duration, headers *atomic.Int64) int {
+	return stormGet(ctx, c, server+"/api/v1/events", timeout, headers, func(body io.Reader) bool {
+		_, err := io.Copy(io.Discard, body)
+		return err == nil
+	})
+}
+
+// stormGet GETs url as JSON within timeout, counts its headers, and reads
+// a 200's body with complete, which says whether it got what it wanted.
+func stormGet(ctx context.Context, c *http.Client, url string, timeout time.Duration, headers *atomic.Int64, complete func(io.Reader) bool) int {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, server+"/api/v1/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return watchFailed
 	}
@@ -310,10 +302,10 @@ func listAll(ctx context.Context, c *http.Client, server string, _ int, timeout 
 	}
 	defer resp.Body.Close()
 	headers.Add(1)
-	if resp.StatusCode == http.StatusTooManyRequests {
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
 		return watchRefused
-	}
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
+	case resp.StatusCode != http.StatusOK || !complete(resp.Body):
 		return watchFailed
 	}
 	return watchCompleted
