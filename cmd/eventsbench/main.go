@@ -7,7 +7,7 @@
 //	eventsbench list   --server URL --namespace NS --pod NAME [--repeat R]
 //	eventsbench fill   --server URL --total T --clients N --target-pod NAME --target-count C
 //	eventsbench run    --eventsd PATH --out results.json [--quick] [--backends pebble,etcd] [--storage-backends etcd] [--etcd-events N]
-//	                   [--etcd-binary PATH] [--kube-apiserver PATH]
+//	                   [--etcd-binary PATH] [--kube-apiserver PATH|built]
 //	eventsbench watchstorm --eventsd PATH[,PATH] [--labels A,B] [--events N] [--watches W]
 //	eventsbench etcd   --data-dir D [--listen-client URL] [--quota-backend-bytes N]   (hidden: the etcd run starts)
 package main
