@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,16 +78,19 @@ type mirrorBenchConfig struct {
 	ReadClients              int
 	ReadDuration, ReadWarmup time.Duration
 
-	// Rate writes/s (creates and count updates, alternating) by Writers
-	// clients into kube-apiserver for SteadyDuration after SteadyWarmup;
-	// then up to Drain for the last ones to reach eventsd's watch.
-	Rate                         int
+	// Rates are the steady states measured, each Rate writes/s (creates
+	// and count updates, alternating) by Writers clients into
+	// kube-apiserver for SteadyDuration after SteadyWarmup; then up to
+	// Drain for the last ones to reach eventsd's watch.
+	Rates                        []int
 	Writers                      int
 	SteadyDuration, SteadyWarmup time.Duration
 	Drain                        time.Duration
 	// ProfileDir, when set, receives CPU profiles of eventsd and
-	// kube-apiserver over the steady phase's measured interval.
-	ProfileDir string
+	// kube-apiserver over each steady state's measured interval and over
+	// the first SyncProfile of each initial sync.
+	ProfileDir  string
+	SyncProfile time.Duration
 
 	DataParent string
 	KeepData   bool
@@ -110,13 +114,22 @@ type mirrorReport struct {
 	Settings     map[string]any `json:"settings"`
 	// Fill is the fill of kube-apiserver; its server CPU is
 	// kube-apiserver's.
-	Fill   *fillResult       `json:"fill,omitempty"`
-	Syncs  []*syncResult     `json:"syncs,omitempty"`
-	Reads  *mirrorReads      `json:"reads,omitempty"`
-	Steady *steadyResult     `json:"steady,omitempty"`
-	Notes  []string          `json:"notes,omitempty"`
-	Error  string            `json:"error,omitempty"`
-	Extra  map[string]string `json:"profiles,omitempty"`
+	Fill   *fillResult     `json:"fill,omitempty"`
+	Syncs  []*syncResult   `json:"syncs,omitempty"`
+	Reads  *mirrorReads    `json:"reads,omitempty"`
+	Steady []*steadyResult `json:"steady,omitempty"`
+	Notes  []string        `json:"notes,omitempty"`
+	Error  string          `json:"error,omitempty"`
+	// Profiles are the CPU profiles written (--profile-dir), by what
+	// they cover.
+	Profiles map[string]string `json:"profiles,omitempty"`
+}
+
+func (r *mirrorReport) addProfile(what, path string) {
+	if r.Profiles == nil {
+		r.Profiles = map[string]string{}
+	}
+	r.Profiles[what] = path
 }
 
 // syncResult is one initial sync: a fresh eventsd reading kube-apiserver's
@@ -182,10 +195,15 @@ type steadyResult struct {
 	// writes of the measured interval; Seen of them arrived within the
 	// drain, Missing did not. Early counts arrivals before the
 	// acknowledgement (lag 0).
-	Seen    int64 `json:"seen"`
-	Missing int64 `json:"missing"`
-	Early   int64 `json:"early"`
-	Lag     latencies
+	Seen    int64     `json:"seen"`
+	Missing int64     `json:"missing"`
+	Early   int64     `json:"early"`
+	Lag     latencies `json:"lag"`
+	// LagKubeAPIServer is the same to a watch of kube-apiserver itself
+	// (the reference: what any watcher of the source sees), over the
+	// SeenKubeAPIServer writes that arrived on it.
+	LagKubeAPIServer  latencies `json:"lag_kube_apiserver"`
+	SeenKubeAPIServer int64     `json:"seen_kube_apiserver"`
 	// CPU over the measured interval, in cores.
 	KubeAPIServerCores float64 `json:"kube_apiserver_cores"`
 	EventsEtcdCores    float64 `json:"events_etcd_cores"`
@@ -200,8 +218,8 @@ func newMirrorCommand() *cobra.Command {
 	cfg := mirrorBenchConfig{
 		KubeAPIServer: kubeAPIServerBuilt, Events: 100_000, FillClients: 64, Namespaces: 10, TargetCount: 50,
 		Syncs: []string{syncWatchList, syncList}, SyncTimeout: 10 * time.Minute,
-		ReadClients: 16, ReadDuration: 10 * time.Second, ReadWarmup: 2 * time.Second,
-		Rate: 1000, Writers: 64, SteadyDuration: 30 * time.Second, SteadyWarmup: 5 * time.Second, Drain: 30 * time.Second,
+		ReadClients: 16, ReadDuration: 20 * time.Second, ReadWarmup: 10 * time.Second,
+		Rates: []int{1000}, Writers: 64, SyncProfile: 20 * time.Second, SteadyDuration: 30 * time.Second, SteadyWarmup: 5 * time.Second, Drain: 30 * time.Second,
 		Timeout: 45 * time.Minute, Log: os.Stderr,
 	}
 	cmd := &cobra.Command{
@@ -237,7 +255,8 @@ Everything runs on 127.0.0.1 and is stopped at the end.
 				for name, set := range map[string]func(){
 					"events":          func() { cfg.Events = 3000 },
 					"fill-clients":    func() { cfg.FillClients = 16 },
-					"rate":            func() { cfg.Rate = 200 },
+					"rate":            func() { cfg.Rates = []int{200} },
+					"sync-profile":    func() { cfg.SyncProfile = 2 * time.Second },
 					"writers":         func() { cfg.Writers = 16 },
 					"steady-duration": func() { cfg.SteadyDuration = 3 * time.Second },
 					"steady-warmup":   func() { cfg.SteadyWarmup = time.Second },
@@ -279,12 +298,13 @@ Everything runs on 127.0.0.1 and is stopped at the end.
 	f.IntVar(&cfg.ReadClients, "read-clients", cfg.ReadClients, "Clients listing the target pod's events.")
 	f.DurationVar(&cfg.ReadDuration, "read-duration", cfg.ReadDuration, "Measured interval of each read benchmark (--quick: 2s).")
 	f.DurationVar(&cfg.ReadWarmup, "read-warmup", cfg.ReadWarmup, "Warmup before each read benchmark's interval (--quick: 500ms).")
-	f.IntVar(&cfg.Rate, "rate", cfg.Rate, "Writes per second into kube-apiserver in the steady state (--quick: 200).")
+	f.IntSliceVar(&cfg.Rates, "rate", cfg.Rates, "Writes per second into kube-apiserver in the steady state; several measure one steady state each, in order (--quick: 200).")
 	f.IntVar(&cfg.Writers, "writers", cfg.Writers, "Concurrent writers of the steady state (--quick: 16).")
 	f.DurationVar(&cfg.SteadyDuration, "steady-duration", cfg.SteadyDuration, "Measured interval of the steady state (--quick: 3s).")
 	f.DurationVar(&cfg.SteadyWarmup, "steady-warmup", cfg.SteadyWarmup, "Paced writes before the measured interval (--quick: 1s).")
 	f.DurationVar(&cfg.Drain, "drain", cfg.Drain, "Most wait after the writes for the last of them to reach eventsd (--quick: 15s).")
-	f.StringVar(&cfg.ProfileDir, "profile-dir", "", "Write CPU profiles of eventsd (run with --profiling) and kube-apiserver over the steady state's measured interval here.")
+	f.StringVar(&cfg.ProfileDir, "profile-dir", "", "Write CPU profiles of eventsd (run with --profiling) and kube-apiserver here: over each steady state's measured interval, and over the first --sync-profile of each initial sync.")
+	f.DurationVar(&cfg.SyncProfile, "sync-profile", cfg.SyncProfile, "Length of the initial syncs' profiles with --profile-dir (--quick: 2s).")
 	f.StringVar(&cfg.DataParent, "data-parent", "", "Directory for the temporary data directories (default: the system temp dir).")
 	f.BoolVar(&cfg.KeepData, "keep-data", false, "Keep the data directories.")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "Give up after this long.")
@@ -310,8 +330,10 @@ func (cfg *mirrorBenchConfig) validate() error {
 		return errors.New("--syncs needs at least one mode")
 	case cfg.ReadClients < 1 || cfg.ReadDuration <= 0 || cfg.ReadWarmup < 0:
 		return errors.New("--read-clients must be at least 1 and --read-duration positive")
-	case cfg.Rate < 1 || cfg.Writers < 1 || cfg.SteadyDuration <= 0 || cfg.SteadyWarmup < 0 || cfg.Drain <= 0:
-		return errors.New("--rate and --writers must be at least 1, --steady-duration and --drain positive")
+	case len(cfg.Rates) == 0 || slices.Min(cfg.Rates) < 1 || cfg.Writers < 1 || cfg.SteadyDuration <= 0 || cfg.SteadyWarmup < 0 || cfg.Drain <= 0:
+		return errors.New("--rate (each) and --writers must be at least 1, --steady-duration and --drain positive")
+	case cfg.ProfileDir != "" && cfg.SyncProfile < time.Second:
+		return errors.New("--sync-profile must be at least 1s")
 	case cfg.SyncTimeout <= 0 || cfg.Timeout <= 0:
 		return errors.New("--sync-timeout and --timeout must be positive")
 	}
@@ -363,7 +385,7 @@ func runMirrorBench(ctx context.Context, cfg mirrorBenchConfig) (rep *mirrorRepo
 			"events": cfg.Events, "fill_clients": cfg.FillClients, "namespaces": cfg.Namespaces, "target_count": cfg.TargetCount,
 			"syncs": cfg.Syncs, "source_qps": cfg.SourceQPS, "source_burst": cfg.SourceBurst,
 			"read_clients": cfg.ReadClients, "read_duration_s": cfg.ReadDuration.Seconds(), "read_warmup_s": cfg.ReadWarmup.Seconds(),
-			"rate": cfg.Rate, "writers": cfg.Writers, "steady_duration_s": cfg.SteadyDuration.Seconds(), "steady_warmup_s": cfg.SteadyWarmup.Seconds(),
+			"rates": cfg.Rates, "writers": cfg.Writers, "steady_duration_s": cfg.SteadyDuration.Seconds(), "steady_warmup_s": cfg.SteadyWarmup.Seconds(),
 			"data_parent": parent,
 		},
 	}
@@ -439,7 +461,7 @@ func runMirrorBench(ctx context.Context, cfg mirrorBenchConfig) (rep *mirrorRepo
 			ev = nil
 		}
 		var res *syncResult
-		ev, res, err = cfg.initialSync(ctx, kas, eventsEtcdPID, eventsd, mode, filepath.Join(parent, fmt.Sprintf("eventsd-%d-%s", i, mode)))
+		ev, res, err = cfg.initialSync(ctx, rep, kas, eventsEtcdPID, eventsd, mode, filepath.Join(parent, fmt.Sprintf("eventsd-%d-%s", i, mode)))
 		if res != nil {
 			rep.Syncs = append(rep.Syncs, res)
 		}
@@ -455,10 +477,18 @@ func runMirrorBench(ctx context.Context, cfg mirrorBenchConfig) (rep *mirrorRepo
 		return rep, err
 	}
 
-	// Steady state.
-	rep.Steady, rep.Extra, err = cfg.steady(ctx, kas, eventsEtcdPID, ev)
-	if err != nil {
-		return rep, fmt.Errorf("steady state: %w", err)
+	// Steady states.
+	for _, rate := range cfg.Rates {
+		res, profiles, err := cfg.steady(ctx, kas, eventsEtcdPID, ev, rate)
+		if res != nil {
+			rep.Steady = append(rep.Steady, res)
+		}
+		for k, v := range profiles {
+			rep.addProfile(k, v)
+		}
+		if err != nil {
+			return rep, fmt.Errorf("steady state at %d writes/s: %w", rate, err)
+		}
 	}
 	if m, merr := ev.scrapeMetrics(ctx); merr == nil {
 		for _, k := range []string{"eventsd_mirror_changes_dropped_total", "eventsd_mirror_reconnects_total"} {
@@ -517,7 +547,7 @@ func setUpMirrorSource(ctx context.Context, kas *kubeapiserver.Cluster, namespac
 // initialSync starts a fresh eventsd mirroring kas with
 // --source-initial-sync=mode and waits until it is ready with every
 // event stored, measuring the time and the servers' CPU.
-func (cfg *mirrorBenchConfig) initialSync(ctx context.Context, kas *kubeapiserver.Cluster, eventsEtcdPID int, bin, mode, dataDir string) (*child, *syncResult, error) {
+func (cfg *mirrorBenchConfig) initialSync(ctx context.Context, rep *mirrorReport, kas *kubeapiserver.Cluster, eventsEtcdPID int, bin, mode, dataDir string) (*child, *syncResult, error) {
 	args := append([]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--event-ttl", "24h",
 		"--source-kubeconfig", kas.Kubeconfig(), "--source-context", mirrorUser, "--source-initial-sync", mode}, cfg.sourceArgs()...)
 	if cfg.ProfileDir != "" {
@@ -547,6 +577,23 @@ func (cfg *mirrorBenchConfig) initialSync(ctx context.Context, kas *kubeapiserve
 			_ = ev.stop()
 		}
 	}()
+	var profWG sync.WaitGroup
+	defer profWG.Wait()
+	if cfg.ProfileDir != "" {
+		profiles := map[string]string{
+			fmt.Sprintf("eventsd, first %s of the %s sync", cfg.SyncProfile, mode):        filepath.Join(cfg.ProfileDir, "eventsd.sync-"+mode+".pprof"),
+			fmt.Sprintf("kube-apiserver, first %s of the %s sync", cfg.SyncProfile, mode): filepath.Join(cfg.ProfileDir, "kube-apiserver.sync-"+mode+".pprof"),
+		}
+		profWG.Go(func() {
+			if err := cfg.profileBoth(ctx, kas, ev, int(cfg.SyncProfile/time.Second), profiles); err != nil {
+				cfg.logf("profiling the %s sync: %v", mode, err)
+				return
+			}
+			for k, v := range profiles {
+				rep.addProfile(k, v)
+			}
+		})
+	}
 	hc := &http.Client{Timeout: 5 * time.Second}
 	defer hc.CloseIdleConnections()
 	deadline := t0.Add(cfg.SyncTimeout)
@@ -656,45 +703,66 @@ type steadyEvent struct {
 	count    int32
 }
 
-// steady writes into kube-apiserver at cfg.Rate and measures when each
-// write arrives on a watch of eventsd.
-func (cfg *mirrorBenchConfig) steady(ctx context.Context, kas *kubeapiserver.Cluster, eventsEtcdPID int, ev *child) (*steadyResult, map[string]string, error) {
-	// The watch of eventsd, from now.
-	ecs, err := newClientsetAuth(ev.URL, wireProtobuf, "", nil)
+// watchArrivals records when each name and count first arrives on a
+// watch of every namespace's events of cs, from now (resuming across
+// disconnects, as client-go's RetryWatcher does); stop ends the watch.
+func watchArrivals(ctx context.Context, cs kubernetes.Interface) (seen *arrivals, stop func(), err error) {
+	l, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := ecs.CoreV1().Events("").List(ctx, metav1.ListOptions{Limit: 1})
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing eventsd: %w", err)
-	}
-	wctx, stopWatch := context.WithCancel(ctx)
-	defer stopWatch()
+	wctx, cancel := context.WithCancel(ctx)
 	rw, err := watchtools.NewRetryWatcherWithContext(wctx, l.ResourceVersion, &cache.ListWatch{
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return ecs.CoreV1().Events("").Watch(ctx, o)
+			return cs.CoreV1().Events("").Watch(ctx, o)
 		},
 	})
 	if err != nil {
+		cancel()
 		return nil, nil, err
 	}
-	seen := newArrivals()
-	watchDone := make(chan struct{})
+	seen = newArrivals()
+	done := make(chan struct{})
 	go func() {
-		defer close(watchDone)
+		defer close(done)
 		for e := range rw.ResultChan() {
 			if o, ok := e.Object.(*corev1.Event); ok && (e.Type == watch.Added || e.Type == watch.Modified) {
 				seen.observe([]string{steadyKey(o.Namespace, o.Name, o.Count)})
 			}
 		}
 	}()
-	defer func() { rw.Stop(); <-watchDone }()
+	return seen, func() { rw.Stop(); cancel(); <-done }, nil
+}
 
-	res := &steadyResult{TargetRate: cfg.Rate, Writers: cfg.Writers, WarmupS: cfg.SteadyWarmup.Seconds(), DurationS: cfg.SteadyDuration.Seconds()}
-	period := time.Second / time.Duration(cfg.Rate)
+// steady writes into kube-apiserver at rate and measures when each write
+// arrives on a watch of eventsd, and on a watch of kube-apiserver itself
+// (the reference: no mirror can see a change sooner).
+func (cfg *mirrorBenchConfig) steady(ctx context.Context, kas *kubeapiserver.Cluster, eventsEtcdPID int, ev *child, rate int) (*steadyResult, map[string]string, error) {
+	ecs, err := newClientsetAuth(ev.URL, wireProtobuf, "", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	seen, stopWatch, err := watchArrivals(ctx, ecs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("watching eventsd: %w", err)
+	}
+	defer stopWatch()
+	kcs, err := newClientsetAuth(kas.URL(), wireProtobuf, kas.AdminToken(), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	seenKAS, stopKASWatch, err := watchArrivals(ctx, kcs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("watching kube-apiserver: %w", err)
+	}
+	defer stopKASWatch()
+
+	cfg.logf("steady: %d writes/s into kube-apiserver by %d writers for %s after %s", rate, cfg.Writers, cfg.SteadyDuration, cfg.SteadyWarmup)
+	res := &steadyResult{TargetRate: rate, Writers: cfg.Writers, WarmupS: cfg.SteadyWarmup.Seconds(), DurationS: cfg.SteadyDuration.Seconds()}
+	period := time.Second / time.Duration(rate)
 	start := time.Now().Add(100 * time.Millisecond)
 	mStart, mEnd := start.Add(cfg.SteadyWarmup), start.Add(cfg.SteadyWarmup+cfg.SteadyDuration)
-	slots := int64(cfg.Rate) * int64((cfg.SteadyWarmup+cfg.SteadyDuration)/time.Millisecond) / 1000
+	slots := int64(rate) * int64((cfg.SteadyWarmup+cfg.SteadyDuration)/time.Millisecond) / 1000
 	var next, errCount atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
@@ -705,7 +773,7 @@ func (cfg *mirrorBenchConfig) steady(ctx context.Context, kas *kubeapiserver.Clu
 		if err != nil {
 			return nil, nil, err
 		}
-		p := newPod(namespaceName(w%cfg.Namespaces), fmt.Sprintf("steady-pod-%d", w))
+		p := newPod(namespaceName(w%cfg.Namespaces), fmt.Sprintf("steady%d-pod-%d", rate, w))
 		wg.Go(func() {
 			var ring []*steadyEvent
 			create, upd := true, 0
@@ -778,14 +846,12 @@ func (cfg *mirrorBenchConfig) steady(ctx context.Context, kas *kubeapiserver.Clu
 	var profErr error
 	if cfg.ProfileDir != "" {
 		profiles = map[string]string{
-			"eventsd":        filepath.Join(cfg.ProfileDir, "eventsd.cpu.pprof"),
-			"kube-apiserver": filepath.Join(cfg.ProfileDir, "kube-apiserver.cpu.pprof"),
+			fmt.Sprintf("eventsd, steady state at %d/s", rate):        filepath.Join(cfg.ProfileDir, fmt.Sprintf("eventsd.steady-%d.pprof", rate)),
+			fmt.Sprintf("kube-apiserver, steady state at %d/s", rate): filepath.Join(cfg.ProfileDir, fmt.Sprintf("kube-apiserver.steady-%d.pprof", rate)),
 		}
 		secs := int(cfg.SteadyDuration / time.Second)
 		profWG.Go(func() {
-			profErr = errors.Join(
-				fetchProfile(ctx, ev.URL, "", nil, secs, profiles["eventsd"]),
-				fetchProfile(ctx, kas.URL(), kas.AdminToken(), kas.CA(), secs, profiles["kube-apiserver"]))
+			profErr = cfg.profileBoth(ctx, kas, ev, secs, profiles)
 		})
 	}
 	sleepUntil(ctx, mEnd)
@@ -825,7 +891,7 @@ func (cfg *mirrorBenchConfig) steady(ctx context.Context, kas *kubeapiserver.Clu
 		}
 	}
 	res.AchievedPerSec = round3(float64(inWindow) / d)
-	res.KeptUp = res.AchievedPerSec >= 0.95*float64(cfg.Rate)
+	res.KeptUp = res.AchievedPerSec >= 0.95*float64(rate)
 	cfg.logf("steady: %d writes scheduled in the interval, %.0f/s acknowledged in it; waiting up to %s for them on eventsd's watch", len(measured), res.AchievedPerSec, cfg.Drain)
 	drainEnd := time.Now().Add(cfg.Drain)
 	for {
@@ -842,6 +908,7 @@ func (cfg *mirrorBenchConfig) steady(ctx context.Context, kas *kubeapiserver.Clu
 	}
 	profWG.Wait()
 	lags := make([]time.Duration, 0, len(measured))
+	refLags := make([]time.Duration, 0, len(measured))
 	writeLat := make([]time.Duration, 0, len(measured))
 	late := make([]time.Duration, 0, len(measured))
 	for _, w := range measured {
@@ -853,6 +920,10 @@ func (cfg *mirrorBenchConfig) steady(ctx context.Context, kas *kubeapiserver.Clu
 		}
 		writeLat = append(writeLat, w.acked.Sub(w.started))
 		late = append(late, w.started.Sub(w.scheduled))
+		if at, ok := seenKAS.get(w.key); ok {
+			res.SeenKubeAPIServer++
+			refLags = append(refLags, max(at.Sub(w.acked), 0))
+		}
 		at, ok := seen.get(w.key)
 		if !ok {
 			res.Missing++
@@ -867,13 +938,14 @@ func (cfg *mirrorBenchConfig) steady(ctx context.Context, kas *kubeapiserver.Clu
 		lags = append(lags, lag)
 	}
 	res.Lag = summarize(lags)
+	res.LagKubeAPIServer = summarize(refLags)
 	res.WriteLatency = summarize(writeLat)
 	res.LateP99Ms = summarize(late).P99Ms
 	if res.Writes > 0 {
 		res.EventsdCPUMsPerChange = round3(ms(cpu1[2]-cpu0[2]) / float64(res.Writes))
 	}
-	cfg.logf("  lag p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d of %d seen; CPU cores: kube-apiserver %.2f, events etcd %.2f, eventsd %.2f, generator %.2f, machine %.2f",
-		res.Lag.P50Ms, res.Lag.P99Ms, res.Lag.MaxMs, res.Seen, res.Writes, res.KubeAPIServerCores, res.EventsEtcdCores, res.EventsdCores, res.GeneratorCores, res.MachineBusyCores)
+	cfg.logf("  lag p50 %.1f ms, p99 %.1f ms, max %.1f ms (kube-apiserver's own watch: p50 %.1f ms, p99 %.1f ms); %d of %d seen; CPU cores: kube-apiserver %.2f, events etcd %.2f, eventsd %.2f, generator %.2f, machine %.2f",
+		res.Lag.P50Ms, res.Lag.P99Ms, res.Lag.MaxMs, res.LagKubeAPIServer.P50Ms, res.LagKubeAPIServer.P99Ms, res.Seen, res.Writes, res.KubeAPIServerCores, res.EventsEtcdCores, res.EventsdCores, res.GeneratorCores, res.MachineBusyCores)
 	if profErr != nil {
 		return res, profiles, fmt.Errorf("profiles: %w", profErr)
 	}
@@ -930,6 +1002,28 @@ func fetchProfile(ctx context.Context, server, token string, ca []byte, secs int
 	return f.Close()
 }
 
+// profileBoth writes CPU profiles of secs seconds of eventsd and
+// kube-apiserver at once, to the paths of profiles whose keys start with
+// "eventsd" and "kube-apiserver".
+func (cfg *mirrorBenchConfig) profileBoth(ctx context.Context, kas *kubeapiserver.Cluster, ev *child, secs int, profiles map[string]string) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(profiles))
+	i := 0
+	for what, path := range profiles {
+		idx := i
+		i++
+		wg.Go(func() {
+			if strings.HasPrefix(what, "kube-apiserver") {
+				errs[idx] = fetchProfile(ctx, kas.URL(), kas.AdminToken(), kas.CA(), secs, path)
+			} else {
+				errs[idx] = fetchProfile(ctx, ev.URL, "", nil, secs, path)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // caTransport is an HTTP transport trusting only ca (PEM).
 func caTransport(ca []byte) (*http.Transport, error) {
 	pool := x509.NewCertPool()
@@ -971,7 +1065,7 @@ func printMirrorReport(w io.Writer, rep *mirrorReport) {
 		}
 	}
 	if r := rep.Reads; r != nil && r.KubeAPIServer != nil {
-		fmt.Fprintf(w, "\n### Reads: %d clients listing one pod's %v events (kubectl events --for's request) among %v (%vs after %vs warmup)\n\n",
+		fmt.Fprintf(w, "\n### Reads: %d clients listing one pod's %v events (kubectl events --for's request) among %v (%vs measured after %vs warmup)\n\n",
 			r.KubeAPIServer.Clients, rep.Settings["target_count"], rep.Settings["events"], rep.Settings["read_duration_s"], rep.Settings["read_warmup_s"])
 		fmt.Fprintln(w, "| through | lists/s | p50 ms | p90 ms | p99 ms | server CPU ms/list | server cores | client CPU ms/list | machine busy cores | errors |")
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -988,34 +1082,40 @@ func printMirrorReport(w io.Writer, rep *mirrorReport) {
 			fmt.Fprintf(w, "| **eventsd / kube-apiserver** | **%.1fx** | | | | **%.4f** | | | | |\n", r.RatioListsPerSec, r.RatioCPUPerList)
 		}
 	}
-	if s := rep.Steady; s != nil {
-		fmt.Fprintf(w, "\n### Steady state: %d writes/s into kube-apiserver (creates and count updates alternating, %d writers), %.0fs measured after %.0fs\n\n",
-			s.TargetRate, s.Writers, s.DurationS, s.WarmupS)
-		fmt.Fprintln(w, "| writes (creates + updates) | achieved/s | kept up | write p50 ms | write p99 ms | start late p99 ms | lag p50 ms | p90 | p99 | max | seen | missing |")
-		fmt.Fprintln(w, "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-		fmt.Fprintf(w, "| %d (%d + %d) | %.0f | %v | %.1f | %.1f | %.1f | %.1f | %.1f | **%.1f** | %.1f | %d | %d |\n",
-			s.Writes, s.Creates, s.Updates, s.AchievedPerSec, s.KeptUp, s.WriteLatency.P50Ms, s.WriteLatency.P99Ms, s.LateP99Ms,
-			s.Lag.P50Ms, s.Lag.P90Ms, s.Lag.P99Ms, s.Lag.MaxMs, s.Seen, s.Missing)
-		fmt.Fprintf(w, "\nLag: from kube-apiserver's answer to a write to that event's name and count arriving on a watch of eventsd; goal p99 <= %s: **%s**. "+
-			"CPU cores over the interval: kube-apiserver %.2f, events etcd %.2f, eventsd %.2f (%.3f ms per change), load generator %.2f, machine %.2f.\n",
-			mirrorLagGoal, metOrNot(s.Lag.P99Ms <= float64(mirrorLagGoal/time.Millisecond) && s.Missing == 0),
-			s.KubeAPIServerCores, s.EventsEtcdCores, s.EventsdCores, s.EventsdCPUMsPerChange, s.GeneratorCores, s.MachineBusyCores)
-		if s.Unwritten > 0 || s.Errors > 0 || s.Early > 0 {
-			fmt.Fprintf(w, "%d writes of the schedule not started (kube-apiserver behind), %d failed writes %s, %d arrivals before the answer (lag 0).\n",
-				s.Unwritten, s.Errors, s.FirstError, s.Early)
+	if len(rep.Steady) > 0 {
+		s0 := rep.Steady[0]
+		fmt.Fprintf(w, "\n### Steady state: paced writes into kube-apiserver (creates and count updates alternating, %d writers), %gs measured after %gs\n\n",
+			s0.Writers, s0.DurationS, s0.WarmupS)
+		fmt.Fprintln(w, "Lag: from kube-apiserver's answer to a write to that event's name and count arriving on a watch of eventsd; the reference is the same to a watch of kube-apiserver itself, in the same run.")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| target writes/s | achieved/s | kept up | writes (creates + updates) | write p50 / p99 ms | lag to eventsd p50 | p90 | p99 | max ms | lag to kube-apiserver's watch p50 | p90 | p99 | max ms | seen on eventsd / on kube-apiserver | goal p99 <= 250 ms |")
+		fmt.Fprintln(w, "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		for _, s := range rep.Steady {
+			fmt.Fprintf(w, "| %d | %.0f | %v | %d (%d + %d) | %.1f / %.1f | %.1f | %.1f | **%.1f** | %.1f | %.1f | %.1f | %.1f | %.1f | %d / %d of %d | %s |\n",
+				s.TargetRate, s.AchievedPerSec, s.KeptUp, s.Writes, s.Creates, s.Updates, s.WriteLatency.P50Ms, s.WriteLatency.P99Ms,
+				s.Lag.P50Ms, s.Lag.P90Ms, s.Lag.P99Ms, s.Lag.MaxMs, s.LagKubeAPIServer.P50Ms, s.LagKubeAPIServer.P90Ms, s.LagKubeAPIServer.P99Ms, s.LagKubeAPIServer.MaxMs,
+				s.Seen, s.SeenKubeAPIServer, s.Writes, metOrNot(s.Lag.P99Ms <= float64(mirrorLagGoal/time.Millisecond) && s.Missing == 0))
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| target writes/s | kube-apiserver cores | events etcd cores | eventsd cores | eventsd CPU ms/change | load generator cores | machine busy cores | writes not started (source behind) | start late p99 ms | arrivals before the answer | failed writes |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, s := range rep.Steady {
+			fmt.Fprintf(w, "| %d | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %d | %.0f | %d | %d %s |\n", s.TargetRate, s.KubeAPIServerCores, s.EventsEtcdCores,
+				s.EventsdCores, s.EventsdCPUMsPerChange, s.GeneratorCores, s.MachineBusyCores, s.Unwritten, s.LateP99Ms, s.Early, s.Errors, s.FirstError)
 		}
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "\nNote: %s\n", n)
 	}
-	if len(rep.Extra) > 0 {
-		keys := make([]string, 0, len(rep.Extra))
-		for k := range rep.Extra {
+	if len(rep.Profiles) > 0 {
+		fmt.Fprintln(w, "\nCPU profiles:")
+		keys := make([]string, 0, len(rep.Profiles))
+		for k := range rep.Profiles {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			fmt.Fprintf(w, "\nCPU profile of %s over the steady interval: %s\n", k, rep.Extra[k])
+			fmt.Fprintf(w, "- %s: %s\n", k, rep.Profiles[k])
 		}
 	}
 }
