@@ -407,7 +407,7 @@ func TestMirrorTiny(t *testing.T) {
 		t.Errorf("steady writes: %+v", s)
 	case s.Seen != s.Writes || s.Missing != 0 || s.SeenKubeAPIServer != s.Writes:
 		t.Errorf("steady: %d of %d writes seen on eventsd's watch, %d on kube-apiserver's", s.Seen, s.Writes, s.SeenKubeAPIServer)
-	case s.Lag.P50Ms > s.Lag.P99Ms || s.Lag.P99Ms > s.Lag.MaxMs || s.EventsdCores <= 0 || s.KubeAPIServerCores <= 0:
+	case s.Lag.P50Ms > s.Lag.P99Ms || s.Lag.P99Ms > s.Lag.MaxMs || s.EventsdCores <= 0 || s.KubeAPIServerCores <= 0 || s.MirrorBacklogSamples == 0:
 		t.Errorf("steady lag or CPU: %+v", s)
 	}
 	for name, p := range rep.Profiles {

@@ -204,6 +204,11 @@ type steadyResult struct {
 	// SeenKubeAPIServer writes that arrived on it.
 	LagKubeAPIServer  latencies `json:"lag_kube_apiserver"`
 	SeenKubeAPIServer int64     `json:"seen_kube_apiserver"`
+	// MirrorBacklogAge summarises eventsd_mirror_lag_seconds sampled
+	// every 200 ms over the interval: how long the oldest change received
+	// from kube-apiserver had been waiting to be applied to the store.
+	MirrorBacklogAge     latencies `json:"mirror_backlog_age"`
+	MirrorBacklogSamples int       `json:"mirror_backlog_samples"`
 	// CPU over the measured interval, in cores.
 	KubeAPIServerCores float64 `json:"kube_apiserver_cores"`
 	EventsEtcdCores    float64 `json:"events_etcd_cores"`
@@ -854,8 +859,18 @@ func (cfg *mirrorBenchConfig) steady(ctx context.Context, kas *kubeapiserver.Clu
 			profErr = cfg.profileBoth(ctx, kas, ev, secs, profiles)
 		})
 	}
-	sleepUntil(ctx, mEnd)
+	// The mirror's own view: eventsd_mirror_lag_seconds, the age of the
+	// oldest change received from kube-apiserver and not yet applied.
+	var backlog []time.Duration
+	for now := time.Now(); now.Before(mEnd) && ctx.Err() == nil; now = time.Now() {
+		if m, err := ev.scrapeMetrics(ctx); err == nil {
+			backlog = append(backlog, time.Duration(m["eventsd_mirror_lag_seconds"]*float64(time.Second)))
+		}
+		sleepUntil(ctx, minTime(now.Add(backlogSampleEvery), mEnd))
+	}
 	cpu1, busy1, cerr1 := sample()
+	res.MirrorBacklogAge = summarize(backlog)
+	res.MirrorBacklogSamples = len(backlog)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -944,8 +959,8 @@ func (cfg *mirrorBenchConfig) steady(ctx context.Context, kas *kubeapiserver.Clu
 	if res.Writes > 0 {
 		res.EventsdCPUMsPerChange = round3(ms(cpu1[2]-cpu0[2]) / float64(res.Writes))
 	}
-	cfg.logf("  lag p50 %.1f ms, p99 %.1f ms, max %.1f ms (kube-apiserver's own watch: p50 %.1f ms, p99 %.1f ms); %d of %d seen; CPU cores: kube-apiserver %.2f, events etcd %.2f, eventsd %.2f, generator %.2f, machine %.2f",
-		res.Lag.P50Ms, res.Lag.P99Ms, res.Lag.MaxMs, res.LagKubeAPIServer.P50Ms, res.LagKubeAPIServer.P99Ms, res.Seen, res.Writes, res.KubeAPIServerCores, res.EventsEtcdCores, res.EventsdCores, res.GeneratorCores, res.MachineBusyCores)
+	cfg.logf("  lag p50 %.1f ms, p99 %.1f ms, max %.1f ms (kube-apiserver's own watch: p50 %.1f ms, p99 %.1f ms; mirror backlog age p99 %.0f ms); %d of %d seen; CPU cores: kube-apiserver %.2f, events etcd %.2f, eventsd %.2f, generator %.2f, machine %.2f",
+		res.Lag.P50Ms, res.Lag.P99Ms, res.Lag.MaxMs, res.LagKubeAPIServer.P50Ms, res.LagKubeAPIServer.P99Ms, res.MirrorBacklogAge.P99Ms, res.Seen, res.Writes, res.KubeAPIServerCores, res.EventsEtcdCores, res.EventsdCores, res.GeneratorCores, res.MachineBusyCores)
 	if profErr != nil {
 		return res, profiles, fmt.Errorf("profiles: %w", profErr)
 	}
@@ -956,6 +971,16 @@ func (cfg *mirrorBenchConfig) steady(ctx context.Context, kas *kubeapiserver.Clu
 		return res, profiles, fmt.Errorf("%d of %d writes acknowledged by kube-apiserver never reached eventsd's watch within %s", res.Missing, res.Writes, cfg.Drain)
 	}
 	return res, profiles, nil
+}
+
+// backlogSampleEvery spaces the samples of eventsd_mirror_lag_seconds.
+const backlogSampleEvery = 200 * time.Millisecond
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // steadyKey names one state of an event: its name and count.
@@ -1097,12 +1122,14 @@ func printMirrorReport(w io.Writer, rep *mirrorReport) {
 				s.Seen, s.SeenKubeAPIServer, s.Writes, metOrNot(s.Lag.P99Ms <= float64(mirrorLagGoal/time.Millisecond) && s.Missing == 0))
 		}
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| target writes/s | kube-apiserver cores | events etcd cores | eventsd cores | eventsd CPU ms/change | load generator cores | machine busy cores | writes not started (source behind) | start late p99 ms | arrivals before the answer | failed writes |")
-		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| target writes/s | mirror backlog age p50 / p99 / max ms | kube-apiserver cores | events etcd cores | eventsd cores | eventsd CPU ms/change | load generator cores | machine busy cores | writes not started (source behind) | start late p99 ms | arrivals before the answer | failed writes |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, s := range rep.Steady {
-			fmt.Fprintf(w, "| %d | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %d | %.0f | %d | %d %s |\n", s.TargetRate, s.KubeAPIServerCores, s.EventsEtcdCores,
+			fmt.Fprintf(w, "| %d | %.0f / %.0f / %.0f | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f | %d | %.0f | %d | %d %s |\n", s.TargetRate,
+				s.MirrorBacklogAge.P50Ms, s.MirrorBacklogAge.P99Ms, s.MirrorBacklogAge.MaxMs, s.KubeAPIServerCores, s.EventsEtcdCores,
 				s.EventsdCores, s.EventsdCPUMsPerChange, s.GeneratorCores, s.MachineBusyCores, s.Unwritten, s.LateP99Ms, s.Early, s.Errors, s.FirstError)
 		}
+		fmt.Fprintln(w, "\nMirror backlog age: eventsd_mirror_lag_seconds (the oldest change received from kube-apiserver and not yet in eventsd's store) sampled every 200 ms over the interval.")
 	}
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "\nNote: %s\n", n)
