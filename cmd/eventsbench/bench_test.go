@@ -202,6 +202,43 @@ func TestRunEtcdTiny(t *testing.T) {
 	}
 }
 
+// TestRunKubeAPIServerTiny runs the create benchmark's kube-apiserver
+// target at a tiny scale: a real kube-apiserver started through
+// internal/kubeapiserver with its events in the benchmark etcd, beside
+// eventsd on that etcd, both measured with their etcd's CPU.
+func TestRunKubeAPIServerTiny(t *testing.T) {
+	kubeapiserver.RequireBinaries(t)
+	cfg := runConfig{
+		Eventsd: eventsdtest.Binary(t), Command: "eventsbench run (test)", Backends: []string{backendEtcd}, StorageBackends: []string{},
+		KubeAPIServer: kubeAPIServerBuilt, Clients: []int{2}, Wires: []string{wireProtobuf}, Duration: time.Second, Warmup: 200 * time.Millisecond,
+		Namespaces: 2, Objects: 10, EtcdUnsafeNoFsync: true, DataParent: t.TempDir(), Timeout: 3 * time.Minute, Log: testLog{t},
+	}
+	rep, err := runBench(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Create) != 1 {
+		t.Fatalf("got %d create comparisons, want 1", len(rep.Create))
+	}
+	p := rep.Create[0]
+	for name, r := range map[string]*createResult{"eventsd on etcd": p.EventsdEtcd, "kube-apiserver on etcd": p.KubeAPIServer} {
+		switch {
+		case r == nil:
+			t.Fatalf("%s: no result", name)
+		case r.Requests == 0 || r.Errors != 0:
+			t.Errorf("%s: %d requests, %d errors: %s", name, r.Requests, r.Errors, r.FirstError)
+		case r.BackendCPUMsPerReq == nil || *r.BackendCPUMsPerReq <= 0:
+			t.Errorf("%s: the benchmark etcd spent no CPU on its creates: its events are not there", name)
+		}
+	}
+	if v, _ := rep.Settings["kube_apiserver"].(string); !strings.Contains(v, "v1.") {
+		t.Errorf("kube-apiserver setting %q names no version", v)
+	}
+	if p.RatioEtcdKubeAPIServerCreatesPerSec <= 0 {
+		t.Errorf("ratio %v", p.RatioEtcdKubeAPIServerCreatesPerSec)
+	}
+}
+
 type testLog struct{ t *testing.T }
 
 func (l testLog) Write(p []byte) (int, error) {
