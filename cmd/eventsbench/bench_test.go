@@ -398,7 +398,7 @@ func TestMirrorTiny(t *testing.T) {
 	cfg := mirrorBenchConfig{
 		Eventsd: bin, KubeAPIServer: kubeAPIServerBuilt, Command: "eventsbench mirror (test)",
 		Events: 500, FillClients: 8, Namespaces: 3, TargetCount: 10,
-		Syncs: []string{syncWatchList, syncList}, SyncTimeout: 2 * time.Minute,
+		Syncs: []string{syncWatchList, syncList}, SyncTimeout: 2 * time.Minute, FillTimeout: time.Minute,
 		ReadClients: 4, ReadDuration: time.Second, ReadWarmup: 200 * time.Millisecond,
 		Rates: []int{100}, Writers: 8, SyncProfile: time.Second, SteadyDuration: 2 * time.Second, SteadyWarmup: 500 * time.Millisecond, Drain: 20 * time.Second,
 		ProfileDir: t.TempDir(), DataParent: parent, Timeout: 4 * time.Minute, Log: testLog{t},

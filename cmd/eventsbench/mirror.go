@@ -68,6 +68,8 @@ type mirrorBenchConfig struct {
 	// eventsd of the last one stays for the read and steady phases.
 	Syncs       []string
 	SyncTimeout time.Duration
+	// FillTimeout bounds the fill.
+	FillTimeout time.Duration
 	// SourceQPS and SourceBurst, when positive, are eventsd's
 	// --source-qps and --source-burst (its defaults otherwise).
 	SourceQPS   float64
@@ -222,7 +224,7 @@ type steadyResult struct {
 func newMirrorCommand() *cobra.Command {
 	cfg := mirrorBenchConfig{
 		KubeAPIServer: kubeAPIServerBuilt, Events: 100_000, FillClients: 64, Namespaces: 10, TargetCount: 50,
-		Syncs: []string{syncWatchList, syncList}, SyncTimeout: 10 * time.Minute,
+		Syncs: []string{syncWatchList, syncList}, SyncTimeout: 10 * time.Minute, FillTimeout: 20 * time.Minute,
 		ReadClients: 16, ReadDuration: 20 * time.Second, ReadWarmup: 10 * time.Second,
 		Rates: []int{1000}, Writers: 64, SyncProfile: 20 * time.Second, SteadyDuration: 30 * time.Second, SteadyWarmup: 5 * time.Second, Drain: 30 * time.Second,
 		Timeout: 45 * time.Minute, Log: os.Stderr,
@@ -248,8 +250,10 @@ clients over --namespaces namespaces, --target-count about one pod), then:
 3. steady state: --rate writes/s into kube-apiserver (creates and count
    updates alternating, paced, --writers clients) for --steady-duration after
    --steady-warmup; the lag from each write's acknowledgement to that name
-   and count arriving on a watch of eventsd, p50/p90/p99/max, and the rate
-   kube-apiserver took.
+   and count arriving on a watch of eventsd, and on a watch of kube-apiserver
+   itself (the reference), p50/p90/p99/max; eventsd_mirror_lag_seconds
+   sampled; and the rate kube-apiserver took. Several --rate values measure
+   one steady state each.
 
 Everything runs on 127.0.0.1 and is stopped at the end.
 --quick: 3,000 events, 200 writes/s for 3 s, reads for 2 s.`,
@@ -298,6 +302,7 @@ Everything runs on 127.0.0.1 and is stopped at the end.
 	f.Int64Var(&cfg.TargetCount, "target-count", cfg.TargetCount, "Events about the pod the read benchmark lists.")
 	f.StringSliceVar(&cfg.Syncs, "syncs", cfg.Syncs, "eventsd --source-initial-sync modes to time, in order (watchlist, list); the last one's eventsd serves the reads and the steady state.")
 	f.DurationVar(&cfg.SyncTimeout, "sync-timeout", cfg.SyncTimeout, "Most time one initial sync may take.")
+	f.DurationVar(&cfg.FillTimeout, "fill-timeout", cfg.FillTimeout, "Most time the fill of kube-apiserver may take.")
 	f.Float64Var(&cfg.SourceQPS, "source-qps", 0, "eventsd's --source-qps (0: its default).")
 	f.IntVar(&cfg.SourceBurst, "source-burst", 0, "eventsd's --source-burst (0: its default).")
 	f.IntVar(&cfg.ReadClients, "read-clients", cfg.ReadClients, "Clients listing the target pod's events.")
@@ -339,8 +344,8 @@ func (cfg *mirrorBenchConfig) validate() error {
 		return errors.New("--rate (each) and --writers must be at least 1, --steady-duration and --drain positive")
 	case cfg.ProfileDir != "" && cfg.SyncProfile < time.Second:
 		return errors.New("--sync-profile must be at least 1s")
-	case cfg.SyncTimeout <= 0 || cfg.Timeout <= 0:
-		return errors.New("--sync-timeout and --timeout must be positive")
+	case cfg.SyncTimeout <= 0 || cfg.FillTimeout <= 0 || cfg.Timeout <= 0:
+		return errors.New("--sync-timeout, --fill-timeout and --timeout must be positive")
 	}
 	for _, m := range cfg.Syncs {
 		if m != syncWatchList && m != syncList {
@@ -445,7 +450,9 @@ func runMirrorBench(ctx context.Context, cfg mirrorBenchConfig) (rep *mirrorRepo
 		},
 	}
 	cfg.logf("fill: %d events into kube-apiserver (%d about %s/%s), %d clients", fc.Total, fc.TargetCount, fc.Namespace, fc.TargetPod, fc.Clients)
-	rep.Fill, err = runFill(ctx, fc)
+	fillCtx, cancelFill := context.WithTimeout(ctx, cfg.FillTimeout)
+	rep.Fill, err = runFill(fillCtx, fc)
+	cancelFill()
 	if err != nil {
 		return rep, fmt.Errorf("filling kube-apiserver: %w", err)
 	}
