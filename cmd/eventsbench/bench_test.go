@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kubevents/kubevents/internal/eventsdtest"
+	"github.com/kubevents/kubevents/internal/kubeapiserver"
 )
 
 // TestMain lets the orchestrator re-execute the test binary as its echo
@@ -201,6 +202,43 @@ func TestRunEtcdTiny(t *testing.T) {
 	}
 }
 
+// TestRunKubeAPIServerTiny runs the create benchmark's kube-apiserver
+// target at a tiny scale: a real kube-apiserver started through
+// internal/kubeapiserver with its events in the benchmark etcd, beside
+// eventsd on that etcd, both measured with their etcd's CPU.
+func TestRunKubeAPIServerTiny(t *testing.T) {
+	kubeapiserver.RequireBinaries(t)
+	cfg := runConfig{
+		Eventsd: eventsdtest.Binary(t), Command: "eventsbench run (test)", Backends: []string{backendEtcd}, StorageBackends: []string{},
+		KubeAPIServer: kubeAPIServerBuilt, Clients: []int{2}, Wires: []string{wireProtobuf}, Duration: time.Second, Warmup: 200 * time.Millisecond,
+		Namespaces: 2, Objects: 10, EtcdUnsafeNoFsync: true, DataParent: t.TempDir(), Timeout: 3 * time.Minute, Log: testLog{t},
+	}
+	rep, err := runBench(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Create) != 1 {
+		t.Fatalf("got %d create comparisons, want 1", len(rep.Create))
+	}
+	p := rep.Create[0]
+	for name, r := range map[string]*createResult{"eventsd on etcd": p.EventsdEtcd, "kube-apiserver on etcd": p.KubeAPIServer} {
+		switch {
+		case r == nil:
+			t.Fatalf("%s: no result", name)
+		case r.Requests == 0 || r.Errors != 0:
+			t.Errorf("%s: %d requests, %d errors: %s", name, r.Requests, r.Errors, r.FirstError)
+		case r.BackendCPUMsPerReq == nil || *r.BackendCPUMsPerReq <= 0:
+			t.Errorf("%s: the benchmark etcd spent no CPU on its creates: its events are not there", name)
+		}
+	}
+	if v, _ := rep.Settings["kube_apiserver"].(string); !strings.Contains(v, "v1.") {
+		t.Errorf("kube-apiserver setting %q names no version", v)
+	}
+	if p.RatioEtcdKubeAPIServerCreatesPerSec <= 0 {
+		t.Errorf("ratio %v", p.RatioEtcdKubeAPIServerCreatesPerSec)
+	}
+}
+
 type testLog struct{ t *testing.T }
 
 func (l testLog) Write(p []byte) (int, error) {
@@ -313,15 +351,13 @@ func TestRecordersTiny(t *testing.T) {
 }
 
 // TestServingLines checks the patterns that find the URLs of servers run
-// as real binaries in their log lines, as etcd 3.6.8 and kube-apiserver
-// 1.36.3 print them.
+// as real binaries in their log lines, as etcd 3.6.8 prints them.
 func TestServingLines(t *testing.T) {
 	for _, c := range []struct {
 		re         *regexp.Regexp
 		line, want string
 	}{
 		{etcdBinaryURLRE, `{"level":"info","ts":"2026-11-24T17:05:18.123456Z","caller":"embed/serve.go:220","msg":"serving client traffic insecurely; this is strongly discouraged!","traffic":"grpc+http","address":"127.0.0.1:33931"}`, "127.0.0.1:33931"},
-		{kubeAPIServerURLRE, `I1124 16:59:51.235004   24040 secure_serving.go:214] Serving securely on 127.0.0.1:42841`, "127.0.0.1:42841"},
 		{etcdURLRE, "etcd serving at http://127.0.0.1:2379", "http://127.0.0.1:2379"},
 	} {
 		if m := c.re.FindStringSubmatch(c.line); m == nil || m[1] != c.want {
@@ -346,5 +382,89 @@ func TestTermed(t *testing.T) {
 	}
 	if termed(nil) {
 		t.Error("termed(nil)")
+	}
+}
+
+// TestMirrorTiny runs "eventsbench mirror" at a tiny scale against a real
+// kube-apiserver and eventsd: 500 events filled, both initial syncs
+// storing all of them, reads through both servers finding the target
+// pod's 10 events, 100 writes/s of which every one reaches eventsd's
+// watch, CPU profiles of both servers; and nothing it started is left
+// running.
+func TestMirrorTiny(t *testing.T) {
+	kubeapiserver.RequireBinaries(t)
+	bin := eventsdtest.Binary(t)
+	parent := t.TempDir()
+	cfg := mirrorBenchConfig{
+		Eventsd: bin, KubeAPIServer: kubeAPIServerBuilt, Command: "eventsbench mirror (test)",
+		Events: 500, FillClients: 8, Namespaces: 3, TargetCount: 10,
+		Syncs: []string{syncWatchList, syncList}, SyncTimeout: 2 * time.Minute, FillTimeout: time.Minute,
+		ReadClients: 4, ReadDuration: time.Second, ReadWarmup: 200 * time.Millisecond,
+		Rates: []int{100}, Writers: 8, SyncProfile: time.Second, SteadyDuration: 2 * time.Second, SteadyWarmup: 500 * time.Millisecond, Drain: 20 * time.Second,
+		ProfileDir: t.TempDir(), DataParent: parent, Timeout: 4 * time.Minute, Log: testLog{t},
+	}
+	rep, err := runMirrorBench(t.Context(), cfg)
+	var md bytes.Buffer
+	if rep != nil {
+		printMirrorReport(&md, rep)
+		t.Logf("report:\n%s", md.String())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if f := rep.Fill; f == nil || f.Created != 500 || f.Errors != 0 || f.ServerCPUMsPerEvent == nil {
+		t.Errorf("fill: %+v", f)
+	}
+	if len(rep.Syncs) != 2 || rep.Syncs[0].Mode != syncWatchList || rep.Syncs[1].Mode != syncList {
+		t.Fatalf("syncs %+v, want watchlist then list", rep.Syncs)
+	}
+	for _, s := range rep.Syncs {
+		if s.Events != 500 || s.Seconds <= 0 || s.ReadyS > s.Seconds || s.KubeAPIServerCPUS <= 0 || s.EventsdCPUS <= 0 || s.KubeAPIServerRSSPeak < s.KubeAPIServerRSSBefore {
+			t.Errorf("sync %+v", s)
+		}
+	}
+	r := rep.Reads
+	if r == nil || r.KubeAPIServer == nil || r.Eventsd == nil {
+		t.Fatalf("reads %+v", r)
+	}
+	for name, l := range map[string]*listLoadResult{"kube-apiserver": r.KubeAPIServer, "eventsd": r.Eventsd} {
+		if l.Lists == 0 || l.Errors != 0 || l.Items != 10 || l.Clients != 4 || l.ServerCPUMsPerList == nil {
+			t.Errorf("reads through %s: %+v", name, l)
+		}
+	}
+	if len(rep.Steady) != 1 {
+		t.Fatalf("%d steady states, want 1", len(rep.Steady))
+	}
+	s := rep.Steady[0]
+	switch {
+	case s.TargetRate != 100:
+		t.Errorf("steady state at %d/s, want 100", s.TargetRate)
+	case s.Writes == 0 || s.Creates == 0 || s.Updates == 0 || s.AchievedPerSec <= 0:
+		t.Errorf("steady writes: %+v", s)
+	case s.Seen != s.Writes || s.Missing != 0 || s.SeenKubeAPIServer != s.Writes:
+		t.Errorf("steady: %d of %d writes seen on eventsd's watch, %d on kube-apiserver's", s.Seen, s.Writes, s.SeenKubeAPIServer)
+	case s.Lag.P50Ms > s.Lag.P99Ms || s.Lag.P99Ms > s.Lag.MaxMs || s.EventsdCores <= 0 || s.KubeAPIServerCores <= 0 || s.MirrorBacklogSamples == 0:
+		t.Errorf("steady lag or CPU: %+v", s)
+	}
+	for name, p := range rep.Profiles {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Errorf("profile of %s: %v", name, err)
+		}
+	}
+	if len(rep.Profiles) != 6 {
+		t.Errorf("profiles %v, want eventsd's and kube-apiserver's over each sync and the steady state", rep.Profiles)
+	}
+	for _, want := range []string{"### Initial sync of 500 events", "| watchlist |", "| list |", "kube-apiserver (+ its events etcd)", "### Steady state", "| 100 |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// Everything it started had its data under parent.
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), parent) {
+			t.Errorf("still running after the benchmark: %s", strings.ReplaceAll(string(b), "\x00", " "))
+		}
 	}
 }

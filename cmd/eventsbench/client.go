@@ -62,8 +62,8 @@ func newClientset(server, wire string, dials *atomic.Int64) (kubernetes.Interfac
 // newClientsetAuth is newClientset sending token as a bearer token when
 // not empty. An https server's certificate is not verified: the only
 // https server here is the benchmark's own kube-apiserver on loopback,
-// with the self-signed certificate it generated (over TLS, client-go
-// negotiates HTTP/2, still one connection per clientset).
+// with the certificate of internal/kubeapiserver's CA (over TLS,
+// client-go negotiates HTTP/2, still one connection per clientset).
 func newClientsetAuth(server, wire, token string, dials *atomic.Int64) (kubernetes.Interface, error) {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{

@@ -23,6 +23,10 @@ type listLoadConfig struct {
 	Namespace, Pod   string
 	// WantItems is the number of events every list must return.
 	WantItems int
+	// Token, when set, is sent as a bearer token; Limit, when positive,
+	// is each list's limit (kubectl events sends 500).
+	Token string
+	Limit int64
 	// PIDs are the processes whose CPU time is the servers' (the replicas
 	// and etcd).
 	PIDs []int
@@ -56,7 +60,7 @@ func runListLoad(ctx context.Context, cfg listLoadConfig) (*listLoadResult, erro
 	}
 	clients := make([]kubernetes.Interface, cfg.Clients)
 	for i := range clients {
-		cs, err := newClientset(cfg.Servers[i%len(cfg.Servers)], wireProtobuf, nil)
+		cs, err := newClientsetAuth(cfg.Servers[i%len(cfg.Servers)], wireProtobuf, cfg.Token, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +76,7 @@ func runListLoad(ctx context.Context, cfg listLoadConfig) (*listLoadResult, erro
 		wg.Go(func() {
 			for ctx.Err() == nil && time.Now().Before(mEnd) {
 				t0 := time.Now()
-				l, err := cs.CoreV1().Events(cfg.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+				l, err := cs.CoreV1().Events(cfg.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel, Limit: cfg.Limit})
 				t1 := time.Now()
 				if err == nil && len(l.Items) != cfg.WantItems {
 					err = fmt.Errorf("list returned %d items, want %d", len(l.Items), cfg.WantItems)

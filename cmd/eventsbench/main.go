@@ -7,7 +7,8 @@
 //	eventsbench list   --server URL --namespace NS --pod NAME [--repeat R]
 //	eventsbench fill   --server URL --total T --clients N --target-pod NAME --target-count C
 //	eventsbench run    --eventsd PATH --out results.json [--quick] [--backends pebble,etcd] [--storage-backends etcd] [--etcd-events N]
-//	                   [--etcd-binary PATH] [--kube-apiserver PATH]
+//	                   [--etcd-binary PATH] [--kube-apiserver PATH|built]
+//	eventsbench mirror --eventsd PATH [--kube-apiserver PATH|built] [--quick] [--events N] [--rate R] [--out results.json]
 //	eventsbench watchstorm --eventsd PATH[,PATH] [--labels A,B] [--events N] [--watches W]
 //	eventsbench etcd   --data-dir D [--listen-client URL] [--quota-backend-bytes N]   (hidden: the etcd run starts)
 package main
@@ -49,7 +50,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand(), newExportCommand(), newWatchStormCommand())
+	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand(), newExportCommand(), newWatchStormCommand(), newMirrorCommand())
 	buildinfo.AddVersionFlag(root)
 	return root
 }

@@ -274,7 +274,7 @@ events in the same etcd as eventsd on etcd's.
 	f.Int64Var(&cfg.EtcdQuotaBytes, "etcd-quota-backend-bytes", cfg.EtcdQuotaBytes, "The benchmark etcd's --quota-backend-bytes.")
 	f.BoolVar(&cfg.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", false, "Run the benchmark etcd with --unsafe-no-fsync (tests only; not etcd's figures).")
 	f.StringVar(&cfg.EtcdBinary, "etcd-binary", "", "An etcd binary (e.g. the etcd 3.6.8 /work/shared/tools/upstream/build.sh builds) to run as the benchmark etcd with the same settings, instead of the etcd embedded in eventsbench (go.etcd.io/etcd/server/v3 of go.mod).")
-	f.StringVar(&cfg.KubeAPIServer, "kube-apiserver", "", "A kube-apiserver binary (/work/shared/tools/upstream/build.sh) the create benchmark also runs against, with its events in the same benchmark etcd as eventsd on etcd (its own prefix) and a main etcd of its own; server CPU is kube-apiserver's plus the events etcd's. Needs --backends with etcd.")
+	f.StringVar(&cfg.KubeAPIServer, "kube-apiserver", "", "A kube-apiserver binary, or \"built\" for internal/kubeapiserver's build of tools/kube-apiserver (go run ./cmd/devcluster --build-only), that the create benchmark also runs against (started through internal/kubeapiserver), with its events in the same benchmark etcd as eventsd on etcd (its own prefix) and a main etcd of its own; server CPU is kube-apiserver's plus the events etcd's. Needs --backends with etcd.")
 	f.StringVar(&cfg.DataParent, "data-parent", "", "Directory for the temporary data directories (default: the system temp dir); its filesystem matters for fsync.")
 	f.BoolVar(&cfg.KeepData, "keep-data", false, "Keep the data directories.")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "Give up after this long.")
@@ -332,6 +332,8 @@ func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
 		if !slices.Contains(cfg.Backends, backendEtcd) {
 			return nil, errors.New("--kube-apiserver needs --backends with etcd: it runs on the same etcd")
 		}
+	}
+	if cfg.KubeAPIServer != "" && cfg.KubeAPIServer != kubeAPIServerBuilt {
 		if cfg.KubeAPIServer, err = filepath.Abs(cfg.KubeAPIServer); err != nil {
 			return nil, err
 		}
@@ -383,7 +385,6 @@ func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
 		rep.Settings["read_clients"] = cfg.ReadClients
 	}
 	if cfg.KubeAPIServer != "" {
-		rep.Settings["kube_apiserver"] = cfg.KubeAPIServer + " (" + kubeAPIServerVersion(cfg.KubeAPIServer) + ")"
 		rep.Settings["kube_apiserver_flags"] = kubeAPIServerFlags
 	}
 	defer func() {
@@ -421,7 +422,11 @@ func startEventsd(ctx context.Context, bin, dataDir string, extra ...string) (*c
 // createTarget is a server the create benchmark runs against.
 type createTarget struct {
 	name string
-	srv  *child
+	// url is where it serves; pid its process; exited an error once it
+	// has ended.
+	url    string
+	pid    int
+	exited func() error
 	// backend is the server's storage process (etcd), if any: its CPU
 	// counts as the server's.
 	backend *child
@@ -472,7 +477,7 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 	}
 	children = append(children, echo)
 	cfg.logf("echo at %s (pid %d)", echo.URL, echo.pid())
-	targets := []createTarget{{name: "echo", srv: echo, set: func(p *createPair, r *createResult) { p.Echo = r }}}
+	targets := []createTarget{{name: "echo", url: echo.URL, pid: echo.pid(), exited: echo.exited, set: func(p *createPair, r *createResult) { p.Echo = r }}}
 	if slices.Contains(cfg.Backends, backendPebble) {
 		ev, err := startEventsd(ctx, eventsdBin, dataDir)
 		if err != nil {
@@ -480,7 +485,7 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 		}
 		children = append(children, ev)
 		cfg.logf("eventsd at %s (pid %d, data %s)", ev.URL, ev.pid(), dataDir)
-		targets = append(targets, createTarget{name: "eventsd", srv: ev, set: func(p *createPair, r *createResult) { p.Eventsd = r }})
+		targets = append(targets, createTarget{name: "eventsd", url: ev.URL, pid: ev.pid(), exited: ev.exited, set: func(p *createPair, r *createResult) { p.Eventsd = r }})
 	}
 	if slices.Contains(cfg.Backends, backendEtcd) {
 		etcd, err := cfg.etcdProc(self).start(ctx, dataDir+"-etcd")
@@ -494,19 +499,23 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 		}
 		children = append(children, ev)
 		cfg.logf("etcd at %s (pid %d), eventsd on it at %s (pid %d)", etcd.URL, etcd.pid(), ev.URL, ev.pid())
-		targets = append(targets, createTarget{name: "eventsd on etcd", srv: ev, backend: etcd, set: func(p *createPair, r *createResult) { p.EventsdEtcd = r }})
+		targets = append(targets, createTarget{name: "eventsd on etcd", url: ev.URL, pid: ev.pid(), exited: ev.exited, backend: etcd, set: func(p *createPair, r *createResult) { p.EventsdEtcd = r }})
 		if cfg.KubeAPIServer != "" {
-			mainEtcd, ka, token, err := startKubeAPIServer(ctx, cfg.KubeAPIServer, cfg.etcdProc(self), dataDir+"-kube-apiserver", etcd.URL, cfg.Namespaces)
-			for _, c := range []*child{mainEtcd, ka} {
-				if c != nil {
-					children = append(children, c)
-				}
+			kas, kerr := launchKubeAPIServer(ctx, cfg.KubeAPIServer, dataDir+"-kube-apiserver", etcd.URL, cfg.Namespaces)
+			if kerr != nil {
+				return kerr
 			}
-			if err != nil {
-				return err
-			}
-			cfg.logf("kube-apiserver at %s (pid %d), events in etcd %s, the rest in etcd %s", ka.URL, ka.pid(), etcd.URL, mainEtcd.URL)
-			targets = append(targets, createTarget{name: "kube-apiserver on etcd", srv: ka, backend: etcd, token: token,
+			// Before the etcd it uses stops (deferred earlier).
+			defer func() { err = errors.Join(err, kas.Close()) }()
+			rep.Settings["kube_apiserver"] = fmt.Sprintf("%s (%s)", kas.BinaryPath(), kas.Version())
+			cfg.logf("kube-apiserver %s at %s (pid %d), events in etcd %s, the rest in etcd %s", kas.Version(), kas.URL(), kas.PID(), etcd.URL, kas.EtcdEndpoints()[0])
+			targets = append(targets, createTarget{name: "kube-apiserver on etcd", url: kas.URL(), pid: kas.PID(), backend: etcd, token: kas.AdminToken(),
+				exited: func() error {
+					if kas.Running() {
+						return nil
+					}
+					return fmt.Errorf("kube-apiserver exited unexpectedly:\n%s", kas.LogTails(20))
+				},
 				set: func(p *createPair, r *createResult) { p.KubeAPIServer = r }})
 		}
 	}
@@ -517,8 +526,8 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 			for _, target := range targets {
 				cfg.logf("create: %d clients against %s for %s after %s warmup", n, target.name, cfg.Duration, cfg.Warmup)
 				cc := createConfig{
-					Server: target.srv.URL, Clients: n, Duration: cfg.Duration, Warmup: cfg.Warmup,
-					Namespaces: cfg.Namespaces, Objects: cfg.Objects, PID: target.srv.pid(), PodPrefix: fmt.Sprintf("%s-c%d-pod", wire, n), Wire: wire,
+					Server: target.url, Clients: n, Duration: cfg.Duration, Warmup: cfg.Warmup,
+					Namespaces: cfg.Namespaces, Objects: cfg.Objects, PID: target.pid, PodPrefix: fmt.Sprintf("%s-c%d-pod", wire, n), Wire: wire,
 				}
 				if target.backend != nil {
 					cc.BackendPID = target.backend.pid()
@@ -526,7 +535,7 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 				cc.Token = target.token
 				res, err := runCreate(ctx, cc)
 				if err == nil {
-					err = errors.Join(target.srv.exited(), exitedIf(target.backend))
+					err = errors.Join(target.exited(), exitedIf(target.backend))
 				}
 				if err != nil {
 					if pair.Echo != nil {

@@ -74,6 +74,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -154,6 +155,16 @@ type Options struct {
 	// EventsEtcdAddress is the host:port the events etcd serves clients
 	// on (empty: a free loopback port); it implies SeparateEventsEtcd.
 	EventsEtcdAddress string
+	// EventsEtcdURL is the client URL of an etcd the caller runs, to keep
+	// events in (--etcd-servers-overrides=/events#<it>): the cluster
+	// neither starts nor stops it, so that a benchmark can put
+	// kube-apiserver's events in the etcd another server uses. It
+	// excludes EventsEtcdAddress.
+	EventsEtcdURL string
+	// Binary is a kube-apiserver binary to run instead of the build of
+	// tools/kube-apiserver (Version is then what its --version prints);
+	// empty: that build.
+	Binary string
 	// ExtraArgs are more kube-apiserver flags, after the harness's own
 	// (a later flag overrides an earlier one).
 	ExtraArgs []string
@@ -258,6 +269,31 @@ func binaries() (etcd string, b Build, err error) {
 	return etcd, b, nil
 }
 
+// binariesFor is binaries with the kube-apiserver binary bin instead of
+// the build when bin is not empty.
+func binariesFor(bin string) (etcd string, b Build, err error) {
+	if bin == "" {
+		return binaries()
+	}
+	etcd, err = etcdproc.Binary()
+	if errors.Is(err, etcdproc.ErrNoModule) {
+		return "", Build{}, fmt.Errorf("%w: etcd: %w", ErrUnavailable, err)
+	}
+	if err != nil {
+		return "", Build{}, &buildError{err}
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "", Build{}, fmt.Errorf("kubeapiserver: %s --version: %w", bin, err)
+	}
+	// "Kubernetes v1.37.2"
+	f := strings.Fields(string(out))
+	if len(f) == 0 {
+		return "", Build{}, fmt.Errorf("kubeapiserver: %s --version printed nothing", bin)
+	}
+	return etcd, Build{Path: bin, Version: f[len(f)-1]}, nil
+}
+
 // deadline is the test binary's deadline, where t has one (a *testing.T
 // with go test's -timeout).
 func deadline(t testing.TB) (time.Time, bool) {
@@ -285,10 +321,13 @@ func Launch(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
-	if opts.EventsEtcdAddress != "" {
+	if opts.EventsEtcdAddress != "" && opts.EventsEtcdURL != "" {
+		return nil, errors.New("kubeapiserver: Options.EventsEtcdAddress and EventsEtcdURL exclude each other")
+	}
+	if opts.EventsEtcdAddress != "" || opts.EventsEtcdURL != "" {
 		opts.SeparateEventsEtcd = true
 	}
-	etcdBin, b, err := binaries()
+	etcdBin, b, err := binariesFor(opts.Binary)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +360,10 @@ func Launch(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.eventsEtcdURL = c.etcdURL
-	if opts.SeparateEventsEtcd {
+	switch {
+	case opts.EventsEtcdURL != "":
+		c.eventsEtcdURL = opts.EventsEtcdURL
+	case opts.SeparateEventsEtcd:
 		if c.eventsEtcd, c.eventsEtcdURL, err = c.startEtcd(ctx, etcdBin, "etcd-events", opts.EventsEtcdAddress); err != nil {
 			return nil, err
 		}
@@ -590,9 +632,9 @@ func (c *Cluster) BinaryPath() string { return c.build.Path }
 func (c *Cluster) Dir() string { return c.dir }
 
 // EtcdEndpoints are the client URLs of every etcd: the main one, then the
-// events one if separate.
+// events one if separate (the caller's with Options.EventsEtcdURL).
 func (c *Cluster) EtcdEndpoints() []string {
-	if c.eventsEtcd == nil {
+	if c.eventsEtcdURL == c.etcdURL {
 		return []string{c.etcdURL}
 	}
 	return []string{c.etcdURL, c.eventsEtcdURL}
@@ -606,8 +648,8 @@ func (c *Cluster) EventsEtcdEndpoint() string { return c.eventsEtcdURL }
 // PID is the process id of kube-apiserver's current (or last) process.
 func (c *Cluster) PID() int { return c.apiserver.pid() }
 
-// EtcdPIDs are the process ids of the etcd processes, in EtcdEndpoints'
-// order.
+// EtcdPIDs are the process ids of the etcd processes the cluster runs,
+// in EtcdEndpoints' order (not the caller's Options.EventsEtcdURL).
 func (c *Cluster) EtcdPIDs() []int {
 	out := []int{c.etcd.pid()}
 	if c.eventsEtcd != nil {

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubevents/kubevents/internal/etcdproc"
 	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
@@ -567,5 +570,69 @@ func TestLaunchFailure(t *testing.T) {
 		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), dir) {
 			t.Errorf("still running after the failed Launch: %s", strings.ReplaceAll(string(b), "\x00", " "))
 		}
+	}
+}
+
+// TestCallersEventsEtcd: with Options.EventsEtcdURL, kube-apiserver keeps
+// events in the caller's etcd (and nothing else there), the cluster does
+// not stop that etcd on Close, and with Options.Binary the given binary
+// runs, its version read from --version.
+func TestCallersEventsEtcd(t *testing.T) {
+	t.Parallel()
+	b := RequireBinaries(t)
+	theirs := etcdproc.Start(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := Launch(ctx, Options{EventsEtcdURL: theirs.Endpoint(0), EventsEtcdAddress: "127.0.0.1:1"}); err == nil {
+		t.Fatal("Launch with both EventsEtcdURL and EventsEtcdAddress succeeded")
+	}
+	c, err := Launch(ctx, Options{Dir: t.TempDir(), EventsEtcdURL: theirs.Endpoint(0), Binary: b.Path, ExtraArgs: []string{"--etcd-prefix=/kas"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Version() != b.Version || c.BinaryPath() != b.Path {
+		t.Errorf("runs %s version %q, want %s version %q", c.BinaryPath(), c.Version(), b.Path, b.Version)
+	}
+	if eps := c.EtcdEndpoints(); len(eps) != 2 || eps[1] != theirs.Endpoint(0) || c.EventsEtcdEndpoint() != theirs.Endpoint(0) {
+		t.Errorf("etcd endpoints %v (events %s), want the main one then %s", eps, c.EventsEtcdEndpoint(), theirs.Endpoint(0))
+	}
+	if pids := c.EtcdPIDs(); len(pids) != 1 || pids[0] == theirs.PID(0) {
+		t.Errorf("etcd pids %v: want only the main etcd's, not the caller's %d", pids, theirs.PID(0))
+	}
+	if err := c.EnsureNamespace(ctx, "callers"); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Events("callers").Create(ctx, coreEvent("callers", "in-theirs"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{theirs.Endpoint(0)}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	all, err := cli.Get(ctx, "/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, kv := range all.Kvs {
+		keys = append(keys, string(kv.Key))
+	}
+	if len(keys) != 1 || keys[0] != "/kas/events/callers/in-theirs" {
+		t.Errorf("the caller's etcd holds %q, want only the event", keys)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !theirs.Running(0) {
+		t.Error("Close stopped the caller's etcd")
+	}
+	if _, err := cli.Get(ctx, "/kas/events/callers/in-theirs"); err != nil {
+		t.Errorf("the caller's etcd after Close: %v", err)
 	}
 }
