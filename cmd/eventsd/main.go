@@ -285,9 +285,13 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	if store, err = openStore(o, log, reg, ruleOf); err != nil {
+	// Assigned only once open: a failed open returns a nil *Store in a
+	// non-nil interface, which failStart must not close.
+	st, err := openStore(o, log, reg, ruleOf)
+	if err != nil {
 		return failStart(err)
 	}
+	store = st
 	scfg := server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions, UI: o.ui,
 		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout, BookmarkInterval: o.bookmarkEvery,
