@@ -220,6 +220,20 @@ func (m *Mirror) applyRetrying(ctx context.Context, c change) bool {
 // revision read; a conflict reads again.
 func (m *Mirror) apply(ctx context.Context, c change) error {
 	src := c.ev
+	if c.typ == watch.Added {
+		// Most additions are new to the store: create without reading
+		// first (the read was a fifth of the mirror's CPU in a sync). One
+		// the store holds already (a replay after a restart) goes the
+		// conditional way below.
+		ev := m.local(src)
+		_, err := m.opts.Store.Create(ctx, ev, m.writeOptions(ev))
+		if !errors.Is(err, storage.ErrExists) {
+			if err == nil {
+				m.metrics.applied.WithLabelValues("added").Inc()
+			}
+			return err
+		}
+	}
 	for {
 		local, err := m.opts.Store.Get(ctx, src.Namespace, src.Name)
 		if errors.Is(err, storage.ErrNotFound) {
@@ -256,16 +270,8 @@ func (m *Mirror) apply(ctx context.Context, c change) error {
 			m.metrics.skipped.WithLabelValues("applied").Inc()
 			return nil
 		}
-		ev := src.DeepCopy()
-		ev.ResourceVersion, ev.SelfLink = "", ""
-		if ev.Annotations == nil {
-			ev.Annotations = map[string]string{}
-		}
-		ev.Annotations[SourceResourceVersionAnnotation] = src.ResourceVersion
-		var wo storage.WriteOptions
-		if m.opts.TTL != nil {
-			wo.TTL = m.opts.TTL(ev)
-		}
+		ev := m.local(src)
+		wo := m.writeOptions(ev)
 		if local == nil {
 			_, err = m.opts.Store.Create(ctx, ev, wo)
 			if errors.Is(err, storage.ErrExists) {
@@ -286,6 +292,28 @@ func (m *Mirror) apply(ctx context.Context, c change) error {
 		}
 		return err
 	}
+}
+
+// local is the event to store for the source's src: src as the source
+// has it, its resourceVersion kept as an annotation.
+func (m *Mirror) local(src *corev1.Event) *corev1.Event {
+	ev := src.DeepCopy()
+	ev.ResourceVersion, ev.SelfLink = "", ""
+	if ev.Annotations == nil {
+		ev.Annotations = map[string]string{}
+	}
+	ev.Annotations[SourceResourceVersionAnnotation] = src.ResourceVersion
+	return ev
+}
+
+// writeOptions are the options of a write of the local event ev: its
+// time to live.
+func (m *Mirror) writeOptions(ev *corev1.Event) storage.WriteOptions {
+	var wo storage.WriteOptions
+	if m.opts.TTL != nil {
+		wo.TTL = m.opts.TTL(ev)
+	}
+	return wo
 }
 
 // newer reports whether the source resourceVersion rv is newer than
