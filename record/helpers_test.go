@@ -32,8 +32,11 @@ import (
 // t0 is where every fake clock starts.
 var t0 = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 
-// waitLimit bounds every real-time wait for an asynchronous result.
-const waitLimit = 10 * time.Second
+// waitLimit bounds every real-time wait for an asynchronous result. It
+// only ends a test that would otherwise hang, so it is generous: under
+// -race on a saturated 2-core machine, TestLotsOfEvents' 5,000 attempts
+// once took more than 10 s.
+const waitLimit = 60 * time.Second
 
 // ---- fake sink ----
 

@@ -192,9 +192,12 @@ func TestSlowReaderIsCutOff(t *testing.T) {
 		return metricstest.Sum(t, reg, "eventsd_requests_total", "verb", "list")
 	}
 
-	for deadline := time.Now().Add(10 * time.Second); lists() == 0; time.Sleep(20 * time.Millisecond) {
+	// Without the write timeout the handler would wait for ever; the bound
+	// only ends the test, and is generous for a saturated machine (with
+	// -race, encoding 12 MiB takes seconds there).
+	for deadline := time.Now().Add(60 * time.Second); lists() == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the unread list still holds its handler after 10s")
+			t.Fatal("the unread list still holds its handler after 60s")
 		}
 	}
 }
