@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/kubevents/kubevents/internal/buildinfo/buildinfotest"
 	"github.com/kubevents/kubevents/internal/eventsdtest"
 	"github.com/kubevents/kubevents/internal/kubeapiserver"
 	"github.com/kubevents/kubevents/internal/syncbuf"
@@ -108,4 +110,10 @@ type: Warning
 	if _, err := os.Stat(filepath.Join(dir, "data", "etcd-events")); err != nil {
 		t.Errorf("--dir's data is not kept: %v", err)
 	}
+}
+
+// TestVersionFlag: devcluster --version prints its name and this build's
+// version (internal/buildinfo), and runs nothing.
+func TestVersionFlag(t *testing.T) {
+	buildinfotest.CheckVersionFlag(t, newCommand(io.Discard), "devcluster")
 }

@@ -1,23 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"testing"
 
-	"github.com/kubevents/kubevents/internal/buildinfo"
+	"github.com/kubevents/kubevents/internal/buildinfo/buildinfotest"
 )
 
 // TestVersionFlag: eventsbench --version prints its name and this build's
 // version (internal/buildinfo), and runs nothing.
 func TestVersionFlag(t *testing.T) {
-	var out bytes.Buffer
-	cmd := newRootCommand()
-	cmd.SetOut(&out)
-	cmd.SetArgs([]string{"--version"})
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	if want := "eventsbench " + buildinfo.String(buildinfo.Get()) + "\n"; out.String() != want {
-		t.Errorf("eventsbench --version printed %q, want %q", out.String(), want)
-	}
+	buildinfotest.CheckVersionFlag(t, newRootCommand(), "eventsbench")
 }
