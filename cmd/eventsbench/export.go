@@ -137,13 +137,7 @@ over gRPC, and for the file sink the file itself):
 			}
 			cfg.Command = shellJoin(append([]string{"eventsbench"}, os.Args[1:]...))
 			rep, err := runExportBench(cmd.Context(), cfg)
-			if rep != nil {
-				printExportReport(cmd.OutOrStdout(), rep)
-				if cfg.Out != "" {
-					err = errors.Join(err, writeReport(cfg.Out, rep))
-				}
-			}
-			return err
+			return finishReport(cmd.OutOrStdout(), cfg.Out, rep, printExportReport, err)
 		},
 	}
 	f := cmd.Flags()

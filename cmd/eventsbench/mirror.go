@@ -280,15 +280,7 @@ Everything runs on 127.0.0.1 and is stopped at the end.
 			}
 			cfg.Command = shellJoin(append([]string{"eventsbench"}, os.Args[1:]...))
 			rep, err := runMirrorBench(cmd.Context(), cfg)
-			if rep != nil {
-				printMirrorReport(cmd.OutOrStdout(), rep)
-				if cfg.Out != "" {
-					if werr := writeReport(cfg.Out, rep); werr != nil {
-						err = errors.Join(err, werr)
-					}
-				}
-			}
-			return err
+			return finishReport(cmd.OutOrStdout(), cfg.Out, rep, printMirrorReport, err)
 		},
 	}
 	f := cmd.Flags()

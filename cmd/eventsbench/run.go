@@ -240,15 +240,7 @@ events in the same etcd as eventsd on etcd's.
 			}
 			cfg.Command = shellJoin(append([]string{"eventsbench"}, os.Args[1:]...))
 			rep, err := runBench(cmd.Context(), cfg)
-			if rep != nil {
-				printReport(cmd.OutOrStdout(), rep)
-				if cfg.Out != "" {
-					if werr := writeReport(cfg.Out, rep); werr != nil {
-						err = errors.Join(err, werr)
-					}
-				}
-			}
-			return err
+			return finishReport(cmd.OutOrStdout(), cfg.Out, rep, printReport, err)
 		},
 	}
 	f := cmd.Flags()
@@ -784,6 +776,20 @@ func goals(rep *runReport, cfg runConfig) []goalCheck {
 }
 
 // writeReport writes a report as indented JSON.
+// finishReport prints rep (when the run got that far) with print, writes
+// it as JSON to out when out is set, and returns err joined with the
+// write's error.
+func finishReport[R any](w io.Writer, out string, rep *R, print func(io.Writer, *R), err error) error {
+	if rep == nil {
+		return err
+	}
+	print(w, rep)
+	if out != "" {
+		err = errors.Join(err, writeReport(out, rep))
+	}
+	return err
+}
+
 func writeReport(path string, rep any) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
