@@ -12,12 +12,15 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	requestunion "k8s.io/apiserver/pkg/authentication/request/union"
 	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	authzunion "k8s.io/apiserver/pkg/authorization/union"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/apiserver/pkg/server/options"
 	utilwebhook "k8s.io/apiserver/pkg/util/webhook"
 	tokenwebhook "k8s.io/apiserver/plugin/pkg/authenticator/token/webhook"
 	authzwebhook "k8s.io/apiserver/plugin/pkg/authorizer/webhook"
@@ -53,7 +56,9 @@ const (
 
 // Options are the authentication and authorization flags. The zero value
 // is eventsd's default: no authentication (every request is
-// system:anonymous) and AlwaysAllow.
+// system:anonymous) and AlwaysAllow. The flags are kube-apiserver's, and
+// for delegation to a cluster (eventsd as an aggregated API server) those
+// of kube's aggregated servers.
 type Options struct {
 	// TokenAuthFile is a static token file (--token-auth-file).
 	TokenAuthFile string
@@ -66,6 +71,32 @@ type Options struct {
 	// TokenWebhookCacheTTL caches TokenReview answers;
 	// DefaultTokenWebhookCacheTTL when zero, no cache when negative.
 	TokenWebhookCacheTTL time.Duration
+
+	// RequestHeader authenticates the requests of an authenticating
+	// front proxy, a cluster's kube-apiserver aggregating eventsd's group
+	// (kube-apiserver's --requestheader-* flags): with ClientCAFile set,
+	// a request whose client certificate that CA verifies, with a common
+	// name in AllowedNames when any are given, is the user the headers
+	// name. Header names default to DefaultRequestHeader's.
+	RequestHeader options.RequestHeaderAuthenticationOptions
+	// ClientCert authenticates client certificates its CA verifies
+	// (--client-ca-file): the common name is the user, the organizations
+	// are its groups.
+	ClientCert options.ClientCertAuthenticationOptions
+	// AuthenticationKubeconfig is the cluster that authenticates bearer
+	// tokens with TokenReviews (--authentication-kubeconfig, as kube's
+	// aggregated servers take it): a kubeconfig file, or InCluster.
+	// Unless SkipInClusterLookup, the front proxy's settings and the
+	// client CA not given by flags are read from the cluster's ConfigMap
+	// kube-system/extension-apiserver-authentication, and followed.
+	AuthenticationKubeconfig string
+	// SkipInClusterLookup (--authentication-skip-lookup) reads nothing
+	// from the cluster's ConfigMap.
+	SkipInClusterLookup bool
+	// TolerateInClusterLookupFailure
+	// (--authentication-tolerate-lookup-failure) makes a failed lookup a
+	// warning: the front proxy's requests are then refused.
+	TolerateInClusterLookupFailure bool
 
 	// AuthorizationModes are tried in order until one allows or denies;
 	// AlwaysAllow when empty.
@@ -81,6 +112,11 @@ type Options struct {
 	// AuthzWebhookVersion is v1 or v1beta1; DefaultWebhookVersion when
 	// empty.
 	AuthzWebhookVersion string
+	// AuthorizationKubeconfig is, instead of AuthzWebhookConfigFile, the
+	// cluster whose SubjectAccessReviews decide mode Webhook
+	// (--authorization-kubeconfig, as kube's aggregated servers take
+	// it): a kubeconfig file, or InCluster.
+	AuthorizationKubeconfig string
 	// AuthorizedTTL and UnauthorizedTTL cache the webhook's allows and
 	// denies; their defaults when zero, no caching when negative.
 	AuthorizedTTL, UnauthorizedTTL time.Duration
@@ -92,19 +128,43 @@ type Options struct {
 // Built is what Build returns: nil members mean no authentication
 // (system:anonymous) and AlwaysAllow.
 type Built struct {
-	// Authenticator authenticates bearer tokens; nil without token flags.
+	// Authenticator authenticates bearer tokens and client certificates;
+	// nil without token or client-certificate flags.
 	Authenticator authenticator.Request
+	// FrontProxy authenticates an authenticating front proxy's requests
+	// (server.Config.FrontProxy); nil without one.
+	FrontProxy authenticator.Request
+	// ClientCertificates reports that requests may authenticate with
+	// client certificates (the front proxy's or users'): the server must
+	// serve TLS and ask clients for one (tls.RequestClientCert; the
+	// authenticators verify them).
+	ClientCertificates bool
 	// Authorizer decides requests; nil when the only mode is AlwaysAllow.
 	Authorizer authorizer.UnconditionalAuthorizer
 	// Modes are the authorization modes in effect, for logging.
 	Modes []string
+	// Notes say where certificate authorities and front-proxy settings
+	// come from; Warnings what could not be had and was tolerated. Both
+	// are for the log.
+	Notes, Warnings []string
+
+	// runners keep files and looked-up settings current (Run).
+	runners []dynamiccertificates.ControllerRunner
 }
 
 // Build validates o and builds the authenticator and authorizer.
+//
+// What it reads from a cluster (the front proxy's settings) it reads now;
+// Run keeps that and the CA files current.
 func Build(o Options) (Built, error) {
 	var b Built
-	var err error
-	if b.Authenticator, err = buildAuthenticator(o); err != nil {
+	d, err := buildDelegated(o)
+	if err != nil {
+		return Built{}, err
+	}
+	b.FrontProxy, b.runners, b.Notes, b.Warnings = d.frontProxy, d.runners, d.notes, d.warnings
+	b.ClientCertificates = d.frontProxy != nil || d.clientCerts != nil
+	if b.Authenticator, err = buildAuthenticator(o, d); err != nil {
 		return Built{}, err
 	}
 	modes := o.AuthorizationModes
@@ -115,8 +175,8 @@ func Build(o Options) (Built, error) {
 	if b.Authorizer, err = buildAuthorizer(o, modes); err != nil {
 		return Built{}, err
 	}
-	if b.Authorizer != nil && b.Authenticator == nil {
-		return Built{}, fmt.Errorf("--authorization-mode=%s needs authentication (--token-auth-file or --authentication-token-webhook-config-file): without it every request is %s", strings.Join(modes, ","), user.Anonymous)
+	if b.Authorizer != nil && b.Authenticator == nil && b.FrontProxy == nil {
+		return Built{}, fmt.Errorf("--authorization-mode=%s needs authentication (--token-auth-file, --authentication-token-webhook-config-file, --authentication-kubeconfig, --client-ca-file or --requestheader-client-ca-file): without it every request is %s", strings.Join(modes, ","), user.Anonymous)
 	}
 	return b, nil
 }
@@ -148,7 +208,10 @@ func ttl(d, def time.Duration) time.Duration {
 	return d
 }
 
-func buildAuthenticator(o Options) (authenticator.Request, error) {
+// buildAuthenticator chains the token authenticators (the file, the
+// TokenReview webhook, the cluster's TokenReviews) and the client
+// certificates' (d); the front proxy's stays apart.
+func buildAuthenticator(o Options, d *delegated) (authenticator.Request, error) {
 	var tokens []authenticator.Token
 	if o.TokenAuthFile != "" {
 		ta, err := server.LoadTokenFile(o.TokenAuthFile)
@@ -178,12 +241,22 @@ func buildAuthenticator(o Options) (authenticator.Request, error) {
 		}
 		tokens = append(tokens, t)
 	}
-	if len(tokens) == 0 {
+	if d.tokens != nil {
+		tokens = append(tokens, d.tokens)
+	}
+	var reqs []authenticator.Request
+	if d.clientCerts != nil {
+		reqs = append(reqs, d.clientCerts)
+	}
+	if len(tokens) > 0 {
+		reqs = append(reqs, bearerRequest{bearertoken.New(recordingToken{tokenunion.New(tokens...)})})
+	}
+	if len(reqs) == 0 {
 		return nil, nil
 	}
 	// Authenticated users are in system:authenticated, as in
 	// kube-apiserver, so policies can name everyone with a token.
-	return group.NewAuthenticatedGroupAdder(bearerRequest{bearertoken.New(recordingToken{tokenunion.New(tokens...)})}), nil
+	return group.NewAuthenticatedGroupAdder(requestunion.New(reqs...)), nil
 }
 
 // bearerRequest is bearertoken's authenticator, except that a token no
@@ -251,10 +324,18 @@ func buildAuthorizer(o Options, modes []string) (authorizer.Authorizer, error) {
 			}
 			a = authorizer.AuthorizerFunc(pl.Authorize)
 		case ModeWebhook:
-			if o.AuthzWebhookConfigFile == "" {
-				return nil, errors.New("--authorization-mode=Webhook needs --authorization-webhook-config-file")
+			var wa authorizer.Authorizer
+			var err error
+			switch {
+			case o.AuthzWebhookConfigFile != "" && o.AuthorizationKubeconfig != "":
+				return nil, errors.New("--authorization-mode=Webhook takes --authorization-webhook-config-file or --authorization-kubeconfig, not both")
+			case o.AuthzWebhookConfigFile != "":
+				wa, err = newAuthzWebhook(o)
+			case o.AuthorizationKubeconfig != "":
+				wa, err = newDelegatingAuthorizer(o)
+			default:
+				return nil, errors.New("--authorization-mode=Webhook needs --authorization-webhook-config-file or --authorization-kubeconfig")
 			}
-			wa, err := newAuthzWebhook(o)
 			if err != nil {
 				return nil, err
 			}
@@ -271,6 +352,9 @@ func buildAuthorizer(o Options, modes []string) (authorizer.Authorizer, error) {
 	}
 	if o.AuthzWebhookConfigFile != "" && !seen[ModeWebhook] {
 		return nil, errors.New("--authorization-webhook-config-file needs --authorization-mode to include Webhook")
+	}
+	if o.AuthorizationKubeconfig != "" && !seen[ModeWebhook] {
+		return nil, errors.New("--authorization-kubeconfig needs --authorization-mode to include Webhook")
 	}
 	if len(modes) == 1 && modes[0] == ModeAlwaysAllow {
 		// Nothing to decide: the server skips authorization.

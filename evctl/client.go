@@ -20,6 +20,8 @@ type connFlags struct {
 	kubeconfig, context, namespace, server, token string
 	insecure                                      bool
 	allNamespaces                                 bool
+	// apiGroup is --api-group.
+	apiGroup string
 	// timeout is --request-timeout as given: kubectl's syntax (a duration
 	// with its unit, or whole seconds), parsed by clientcmd.
 	timeout string
@@ -33,6 +35,7 @@ func (c *connFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&c.server, "server", "", "The API server's URL, instead of the kubeconfig's.")
 	f.StringVar(&c.token, "token", "", "A bearer token for the API server.")
 	f.BoolVar(&c.insecure, "insecure-skip-tls-verify", false, "Do not verify the server's certificate.")
+	f.StringVar(&c.apiGroup, "api-group", groupAuto, "The API group to read events from: events.k8s.io, events.kubevents.io (eventsd's own, the one a cluster's kube-apiserver serves when eventsd is registered as an APIService), or auto: events.kubevents.io when the server is a kube-apiserver that serves it, else events.k8s.io.")
 	f.StringVar(&c.timeout, "request-timeout", defaultRequestTimeout,
 		"How long to wait for the answer to each request before giving up (e.g. 1s, 2m; a bare number is seconds; 0 waits forever). "+
 			"A watch is bounded only until the server starts streaming: once live, it is never cut.")
@@ -46,6 +49,11 @@ type clients struct {
 	// for as long as the user wants); the querier bounds only their
 	// start by timeout.
 	watch kubernetes.Interface
+	// events and watchEvents read the events of --api-group, with cs's
+	// and watch's configurations.
+	events, watchEvents eventsIn
+	// group is the API group events are read from.
+	group string
 	// timeout is --request-timeout, parsed; 0 means none.
 	timeout time.Duration
 	// ns is the namespace of -n, else of the context, else default.
@@ -92,7 +100,20 @@ func (c *connFlags) client() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{cs: cs, watch: wcs, timeout: cfg.Timeout, ns: ns}, nil
+	group, err := pickGroup(c.apiGroup, cs.Discovery())
+	if err != nil {
+		return nil, err
+	}
+	out := &clients{cs: cs, watch: wcs, events: upstreamEvents(cs), watchEvents: upstreamEvents(wcs), group: group, timeout: cfg.Timeout, ns: ns}
+	if group == groupKubevents {
+		if out.events, err = kubeventsEvents(cfg); err != nil {
+			return nil, err
+		}
+		if out.watchEvents, err = kubeventsEvents(&wcfg); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // errRequestTimeout is the cause of a request given up after

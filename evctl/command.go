@@ -119,7 +119,7 @@ func (e *env) setup(ff *filterFlags) (q *querier, f filter, listNS, ns string, e
 	if e.conn.allNamespaces || (f.target != nil && !f.target.namespaced) {
 		listNS = metav1.NamespaceAll
 	}
-	return &querier{cs: c.cs, watchCS: c.watch, timeout: c.timeout, clock: clock.RealClock{}}, f, listNS, ns, nil
+	return &querier{cs: c.cs, events: c.events, watchEvents: c.watchEvents, timeout: c.timeout, clock: clock.RealClock{}}, f, listNS, ns, nil
 }
 
 // runE wraps a command's RunE so that a request that ran out of

@@ -112,9 +112,11 @@ func controllerOf(ev *eventsv1.Event) string {
 // querier lists and watches events, using eventsd's extensions when the
 // server turns out to accept them.
 type querier struct {
-	cs kubernetes.Interface
-	// watchCS opens watches: its requests have no overall timeout.
-	watchCS kubernetes.Interface
+	// cs reads the server's discovery.
+	cs     kubernetes.Interface
+	events eventsIn
+	// watchEvents opens watches: its requests have no overall timeout.
+	watchEvents eventsIn
 	// timeout bounds how long a watch may take to start (0: forever).
 	timeout time.Duration
 	clock   clock.WithDelayedExecution
@@ -145,7 +147,7 @@ func (q *querier) listAll(ctx context.Context, ns, selector string) ([]eventsv1.
 	var out []eventsv1.Event
 	rv := ""
 	opts := metav1.ListOptions{FieldSelector: selector, Limit: 500}
-	err := pager.Each(ctx, opts, q.cs.EventsV1().Events(ns).List, func(l *eventsv1.EventList) error {
+	err := pager.Each(ctx, opts, q.events(ns).List, func(l *eventsv1.EventList) error {
 		if rv == "" {
 			rv = l.ResourceVersion
 		}
@@ -194,11 +196,11 @@ func keep(items []eventsv1.Event, ok func(*row) bool) []*row {
 // request); once started, the watch lives until ctx ends or it is stopped.
 func (q *querier) watch(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
 	if q.timeout <= 0 {
-		return q.watchCS.EventsV1().Events(ns).Watch(ctx, opts)
+		return q.watchEvents(ns).Watch(ctx, opts)
 	}
 	wctx, cancel := context.WithCancelCause(ctx)
 	timer := q.clock.AfterFunc(q.timeout, func() { cancel(errRequestTimeout) })
-	w, err := q.watchCS.EventsV1().Events(ns).Watch(wctx, opts)
+	w, err := q.watchEvents(ns).Watch(wctx, opts)
 	if !timer.Stop() {
 		// Too late, whatever the answer: the stream's context is done.
 		if w != nil {

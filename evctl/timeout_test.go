@@ -127,7 +127,7 @@ func watchQuerier(t *testing.T, url string, timeout time.Duration, clk *clocktes
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &querier{cs: cs, watchCS: cs, timeout: timeout, clock: clk}
+	return &querier{cs: cs, events: upstreamEvents(cs), watchEvents: upstreamEvents(cs), timeout: timeout, clock: clk}
 }
 
 // TestWatchStartBounded: a watch whose server never answers is given up

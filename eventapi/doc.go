@@ -6,5 +6,8 @@
 //
 // The storage version is core/v1: every Event is held as a *corev1.Event and
 // converted to events.k8s.io/v1 only at the edge, exactly as kube-apiserver
-// stores both groups in one keyspace.
+// stores both groups in one keyspace. eventsd's own group,
+// events.kubevents.io/v1 (KubeventsV1), serves the same events in the
+// events.k8s.io/v1 shape under a group a cluster's kube-apiserver can
+// delegate to eventsd (API aggregation).
 package eventapi

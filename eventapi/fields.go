@@ -127,7 +127,7 @@ var eventsLabels = map[string]Field{
 // and error messages; without extensions, only upstream's.
 func FieldLabels(v Version, ext Extensions) []string {
 	m := coreLabels
-	if v == EventsV1 {
+	if v.Shape() == EventsV1 {
 		m = eventsLabels
 	}
 	out := make([]string, 0, len(m))
@@ -292,7 +292,7 @@ func ParseFieldSelector(v Version, raw string, ext Extensions) (FieldSelector, e
 		return nil, err
 	}
 	labels := coreLabels
-	if v == EventsV1 {
+	if v.Shape() == EventsV1 {
 		labels = eventsLabels
 	}
 	reqs := sel.Requirements()

@@ -26,6 +26,9 @@ func TestParseFieldSelector(t *testing.T) {
 		{EventsV1, "reportingComponent=c", "", "field label not supported: reportingComponent"},
 		{EventsV1, "source=kubelet,action=A,reportingInstance=i,related.kind=Node", "action=A,related.kind=Node,reportingInstance=i,source=kubelet", ""},
 		{CoreV1, "garbage", "", "invalid selector"},
+		// eventsd's own group takes events.k8s.io/v1's labels.
+		{KubeventsV1, "regarding.name=x,reportingController=c,involves.name=y", "involves.name=y,involvedObject.name=x,reportingComponent=c", ""},
+		{KubeventsV1, "involvedObject.name=x", "", "field label not supported: involvedObject.name"},
 	}
 	for _, c := range cases {
 		sel, err := ParseFieldSelector(c.v, c.raw, true)
@@ -50,6 +53,24 @@ func TestParseFieldSelector(t *testing.T) {
 	var uf *UnsupportedFieldError
 	if !errors.As(err, &uf) || uf.Label != "foo" {
 		t.Errorf("unsupported label error is %T %v", err, err)
+	}
+}
+
+func TestKubeventsV1(t *testing.T) {
+	if got := KubeventsV1.APIVersion(); got != "events.kubevents.io/v1" {
+		t.Errorf("KubeventsV1.APIVersion() = %q", got)
+	}
+	if gr := KubeventsV1.GroupResource(); gr.String() != "events.events.kubevents.io" {
+		t.Errorf("KubeventsV1.GroupResource() = %q", gr)
+	}
+	for _, ext := range []Extensions{true, false} {
+		got, want := strings.Join(FieldLabels(KubeventsV1, ext), ","), strings.Join(FieldLabels(EventsV1, ext), ",")
+		if got != want {
+			t.Errorf("extensions %v: KubeventsV1 labels %s, events.k8s.io/v1's %s", ext, got, want)
+		}
+	}
+	if _, err := ParseFieldSelector(KubeventsV1, "involves.name=x", false); err == nil {
+		t.Error("involves.name accepted without extensions")
 	}
 }
 

@@ -29,7 +29,7 @@ const (
 // (core) names, as upstream does.
 func ValidateCreate(ev *corev1.Event, v Version) field.ErrorList {
 	errs := legacyValidate(ev, v)
-	if v == EventsV1 {
+	if v.Shape() == EventsV1 {
 		errs = append(errs, apivalidation.ValidateObjectMeta(&ev.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))...)
 		errs = append(errs, validateSeries(ev)...)
 		if ev.EventTime.IsZero() {
@@ -63,7 +63,7 @@ func ValidateCreate(ev *corev1.Event, v Version) field.ErrorList {
 // series, labels and annotations may change.
 func ValidateUpdate(ev, old *corev1.Event, v Version) field.ErrorList {
 	errs := legacyValidate(ev, v)
-	if v == EventsV1 {
+	if v.Shape() == EventsV1 {
 		errs = append(errs, apivalidation.ValidateObjectMetaUpdate(&ev.ObjectMeta, &old.ObjectMeta, field.NewPath("metadata"))...)
 		if !apiequality.Semantic.DeepEqual(ev.Series, old.Series) {
 			errs = append(errs, validateSeries(ev)...)
@@ -102,7 +102,7 @@ func ValidateUpdate(ev, old *corev1.Event, v Version) field.ErrorList {
 func legacyValidate(ev *corev1.Event, v Version) field.ErrorList {
 	var errs field.ErrorList
 	controller := "reportingController"
-	if v == CoreV1 {
+	if v.Shape() == CoreV1 {
 		controller = "reportingComponent"
 	}
 	nsMismatch := func() {

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
@@ -58,12 +60,33 @@ func anonymousUser() user.Info {
 
 // authenticate returns r with its user in the context, as
 // request.UserFrom reads it; without an authenticator the user is
-// system:anonymous. A request that does not authenticate is answered
-// with 401 and ok is false.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (_ *http.Request, _ user.Info, ok bool) {
+// system:anonymous. frontProxy reports a request that Config.FrontProxy
+// authenticated. A request that does not authenticate is answered with
+// 401 and ok is false.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (_ *http.Request, _ user.Info, frontProxy, ok bool) {
 	u := s.anonymous
-	if a := s.cfg.Authenticator; a != nil {
-		resp, ok, err := a.AuthenticateRequest(r)
+	var proxyErr error
+	if fp := s.cfg.FrontProxy; fp != nil {
+		resp, ok, err := fp.AuthenticateRequest(r)
+		if ok {
+			return r.WithContext(request.WithUser(r.Context(), resp.User)), resp.User, true, true
+		}
+		// A client certificate the front proxy's CA does not verify (or
+		// whose name it does not allow) may be a client's own: the other
+		// authenticators decide, and the error is reported only if none
+		// accepts the request, as in kube-apiserver's union.
+		proxyErr = err
+	}
+	if a := s.cfg.Authenticator; a != nil || s.cfg.FrontProxy != nil {
+		var resp *authenticator.Response
+		var ok bool
+		var err error
+		if a != nil {
+			resp, ok, err = a.AuthenticateRequest(r)
+		}
+		if !ok && proxyErr != nil {
+			err = errors.Join(proxyErr, err)
+		}
 		if err != nil || !ok {
 			outcome := outcomeRejected
 			if err != nil {
@@ -76,11 +99,11 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (_ *http.R
 			}
 			s.metrics.unauthorized.WithLabelValues(outcome).Inc()
 			writeStatus(w, apierrors.NewUnauthorized("Unauthorized"))
-			return nil, nil, false
+			return nil, nil, false, false
 		}
 		u = resp.User
 	}
-	return r.WithContext(request.WithUser(r.Context(), u)), u, true
+	return r.WithContext(request.WithUser(r.Context(), u)), u, false, true
 }
 
 // authorize asks the authorizer whether u may do what r asks, and

@@ -177,8 +177,10 @@ func notAcceptable() *apierrors.StatusError {
 
 // externalEvent returns ev in the wire form of v.
 func externalEvent(v eventapi.Version, ev *corev1.Event) any {
-	if v == eventapi.EventsV1 {
-		return eventapi.ToEventsV1(ev)
+	if v.Shape() == eventapi.EventsV1 {
+		out := eventapi.ToEventsV1(ev)
+		out.APIVersion = v.APIVersion()
+		return out
 	}
 	if ev.Kind == "" {
 		c := *ev
@@ -190,11 +192,12 @@ func externalEvent(v eventapi.Version, ev *corev1.Event) any {
 
 // externalList returns items as an EventList of v.
 func externalList(v eventapi.Version, items []*corev1.Event, meta metav1.ListMeta) any {
-	if v == eventapi.EventsV1 {
-		l := &eventsv1.EventList{TypeMeta: metav1.TypeMeta{Kind: "EventList", APIVersion: "events.k8s.io/v1"}, ListMeta: meta,
+	if v.Shape() == eventapi.EventsV1 {
+		l := &eventsv1.EventList{TypeMeta: metav1.TypeMeta{Kind: "EventList", APIVersion: v.APIVersion()}, ListMeta: meta,
 			Items: make([]eventsv1.Event, len(items))}
 		for i, ev := range items {
 			l.Items[i] = *eventapi.ToEventsV1(ev)
+			l.Items[i].APIVersion = v.APIVersion()
 		}
 		return l
 	}
@@ -400,7 +403,7 @@ func decodeEvent(contentType string, body []byte, v eventapi.Version, validation
 		tm         metav1.TypeMeta
 		strictErrs []error
 	)
-	if v == eventapi.EventsV1 {
+	if v.Shape() == eventapi.EventsV1 {
 		var ext eventsv1.Event
 		strictErrs, err = sigsjson.UnmarshalStrict(body, &ext, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 		tm, ev = ext.TypeMeta, eventapi.FromEventsV1(&ext)
@@ -458,7 +461,7 @@ func decodeProtobuf(body []byte, v eventapi.Version) (*corev1.Event, *apierrors.
 	if se := checkTypeMeta(metav1.TypeMeta{APIVersion: u.APIVersion, Kind: u.Kind}, v); se != nil {
 		return nil, se
 	}
-	if v == eventapi.EventsV1 {
+	if v.Shape() == eventapi.EventsV1 {
 		var ext eventsv1.Event
 		if err := ext.Unmarshal(u.Raw); err != nil {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("decoding the protobuf Event: %v", err))

@@ -59,6 +59,17 @@ type Config struct {
 	// system:unauthenticated). The user is put in the request's context
 	// (k8s.io/apiserver's request.WithUser).
 	Authenticator authenticator.Request
+	// FrontProxy, when set, authenticates the requests an authenticating
+	// front proxy forwards: a cluster's kube-apiserver aggregating
+	// eventsd's own group (events.kubevents.io), which proves itself with
+	// a client certificate and names the user in request headers
+	// (k8s.io/apiserver's headerrequest). It is asked before
+	// Authenticator; the requests it authenticates are authorized as any
+	// other, and get an OpenAPI index listing eventsd's own group alone
+	// (kube-apiserver merges it into its own). Requests it does not
+	// authenticate go to Authenticator; when neither authenticates them,
+	// they get 401.
+	FrontProxy authenticator.Request
 	// Authorizer, when set, decides every request except health checks
 	// and /version on kube-apiserver's attributes (verb, API group,
 	// resource, namespace, name, or non-resource path and verb): those

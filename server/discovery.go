@@ -25,7 +25,7 @@ type apiResource struct {
 	verbs                                    []string
 }
 
-// discoveryResources lists events in both groups and, as stubs without
+// discoveryResources lists events in the three groups and, as stubs without
 // verbs, the kinds users name in `kubectl events --for KIND/NAME`: kubectl
 // resolves the kind through discovery before it sends the query, and fails
 // with `the server doesn't have a resource type` for a kind it cannot map.
@@ -34,6 +34,11 @@ type apiResource struct {
 var discoveryResources = []apiResource{
 	{"", "v1", "events", "event", "Event", true, []string{"ev"}, eventVerbs},
 	{"events.k8s.io", "v1", "events", "event", "Event", true, []string{"ev"}, eventVerbs},
+	// eventsd's own group: read-only whatever the server's mode, and
+	// without short names, so that `kubectl get ev` (and `events`) stay
+	// core/v1's wherever discovery lists this group too (a cluster whose
+	// kube-apiserver delegates it to eventsd).
+	{"events.kubevents.io", "v1", "events", "event", "Event", true, nil, readVerbs},
 
 	{"", "v1", "pods", "pod", "Pod", true, []string{"po"}, nil},
 	{"", "v1", "nodes", "node", "Node", false, []string{"no"}, nil},

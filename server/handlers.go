@@ -680,7 +680,7 @@ func applyPatch(ct string, cur, patch []byte, v eventapi.Version) (out []byte, s
 		return out, nil
 	default:
 		var schemaObj any = corev1.Event{}
-		if v == eventapi.EventsV1 {
+		if v.Shape() == eventapi.EventsV1 {
 			schemaObj = eventsv1.Event{}
 		}
 		var curMap, patchMap map[string]any

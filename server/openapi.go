@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/kubevents/kubevents/eventapi"
 )
 
 // openAPI serves the OpenAPI v3 documents kubectl reads before `create -f`
@@ -14,10 +16,17 @@ import (
 // group-version-kind that declares the fieldValidation parameter, and then
 // lets the server validate. The documents describe the events endpoints
 // and their parameters; they do not carry schemas.
+//
+// Requests forwarded by an authenticating front proxy (a cluster's
+// kube-apiserver aggregating eventsd's group) get an index that lists
+// eventsd's own group alone: kube-apiserver merges the index of every
+// APIService backend into its own, path by path, so an index listing
+// api/v1 or events.k8s.io/v1 would let eventsd's skeletal documents stand
+// in for the cluster's own.
 type openAPI struct {
-	index []byte
-	docs  map[string][]byte // "api/v1", "apis/events.k8s.io/v1"
-	etags map[string]string
+	index, frontProxyIndex []byte
+	docs                   map[string][]byte // "api/v1", "apis/events.k8s.io/v1", "apis/events.kubevents.io/v1"
+	etags                  map[string]string
 }
 
 func newOpenAPI() (*openAPI, error) {
@@ -25,12 +34,17 @@ func newOpenAPI() (*openAPI, error) {
 	type entry struct {
 		ServerRelativeURL string `json:"serverRelativeURL"`
 	}
-	paths := map[string]entry{}
-	for _, gv := range []struct{ key, group, version, prefix string }{
-		{"api/v1", "", "v1", "/api/v1"},
-		{"apis/events.k8s.io/v1", "events.k8s.io", "v1", "/apis/events.k8s.io/v1"},
+	paths, frontProxyPaths := map[string]entry{}, map[string]entry{}
+	kubevents := eventapi.KubeventsGroupVersion
+	for _, gv := range []struct {
+		key, group, version, prefix string
+		readOnly                    bool
+	}{
+		{"api/v1", "", "v1", "/api/v1", false},
+		{"apis/events.k8s.io/v1", "events.k8s.io", "v1", "/apis/events.k8s.io/v1", false},
+		{"apis/" + kubevents.String(), kubevents.Group, kubevents.Version, "/apis/" + kubevents.String(), true},
 	} {
-		doc, err := json.Marshal(openAPIDoc(gv.group, gv.version, gv.prefix))
+		doc, err := json.Marshal(openAPIDoc(gv.group, gv.version, gv.prefix, gv.readOnly))
 		if err != nil {
 			return nil, err
 		}
@@ -39,13 +53,21 @@ func newOpenAPI() (*openAPI, error) {
 		o.docs[gv.key] = doc
 		o.etags[gv.key] = hash
 		paths[gv.key] = entry{ServerRelativeURL: "/openapi/v3/" + gv.key + "?hash=" + hash}
+		if gv.group == kubevents.Group {
+			frontProxyPaths[gv.key] = paths[gv.key]
+		}
 	}
 	var err error
-	o.index, err = json.Marshal(map[string]any{"paths": paths})
+	if o.index, err = json.Marshal(map[string]any{"paths": paths}); err != nil {
+		return nil, err
+	}
+	o.frontProxyIndex, err = json.Marshal(map[string]any{"paths": frontProxyPaths})
 	return o, err
 }
 
-func openAPIDoc(group, version, prefix string) map[string]any {
+// openAPIDoc is the document of one group-version; a read-only one
+// (eventsd's own group) describes get, list and watch only.
+func openAPIDoc(group, version, prefix string, readOnly bool) map[string]any {
 	gvk := map[string]string{"group": group, "version": version, "kind": "Event"}
 	param := func(name, in string) map[string]any {
 		p := map[string]any{"name": name, "in": in, "schema": map[string]any{"type": "string", "uniqueItems": true}}
@@ -97,25 +119,30 @@ func openAPIDoc(group, version, prefix string) map[string]any {
 	}}
 	patch := op("patchNamespacedEvent", "patch", append(nsName, q("dryRun", "fieldManager", "fieldValidation", "force")...), false, "200")
 	patch["requestBody"] = patchBody
+	listParams := q("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch")
+	collOps := map[string]any{
+		"parameters": ns,
+		"get":        op("listNamespacedEvent", "list", listParams, false, "200"),
+	}
+	itemOps := map[string]any{
+		"parameters": nsName,
+		"get":        op("readNamespacedEvent", "get", nil, false, "200"),
+	}
+	if !readOnly {
+		collOps["post"] = op("createNamespacedEvent", "post", q("dryRun", "fieldManager", "fieldValidation"), true, "200", "201", "202")
+		collOps["delete"] = op("deleteCollectionNamespacedEvent", "deletecollection", q("dryRun", "fieldSelector", "labelSelector", "propagationPolicy"), false, "200")
+		itemOps["put"] = op("replaceNamespacedEvent", "put", q("dryRun", "fieldManager", "fieldValidation"), true, "200", "201")
+		itemOps["patch"] = patch
+		itemOps["delete"] = op("deleteNamespacedEvent", "delete", q("dryRun", "gracePeriodSeconds", "propagationPolicy"), false, "200", "202")
+	}
 	return map[string]any{
 		"openapi": "3.0.0",
 		"info":    map[string]any{"title": "Kubernetes", "version": "v1.32.0"},
 		"paths": map[string]any{
-			coll: map[string]any{
-				"parameters": ns,
-				"get":        op("listNamespacedEvent", "list", q("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch"), false, "200"),
-				"post":       op("createNamespacedEvent", "post", q("dryRun", "fieldManager", "fieldValidation"), true, "200", "201", "202"),
-				"delete":     op("deleteCollectionNamespacedEvent", "deletecollection", q("dryRun", "fieldSelector", "labelSelector", "propagationPolicy"), false, "200"),
-			},
-			item: map[string]any{
-				"parameters": nsName,
-				"get":        op("readNamespacedEvent", "get", nil, false, "200"),
-				"put":        op("replaceNamespacedEvent", "put", q("dryRun", "fieldManager", "fieldValidation"), true, "200", "201"),
-				"patch":      patch,
-				"delete":     op("deleteNamespacedEvent", "delete", q("dryRun", "gracePeriodSeconds", "propagationPolicy"), false, "200", "202"),
-			},
+			coll: collOps,
+			item: itemOps,
 			prefix + "/events": map[string]any{
-				"get": op("listEventForAllNamespaces", "list", q("allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch"), false, "200"),
+				"get": op("listEventForAllNamespaces", "list", listParams, false, "200"),
 			},
 		},
 		"components": map[string]any{"schemas": map[string]any{
@@ -128,10 +155,16 @@ func openAPIDoc(group, version, prefix string) map[string]any {
 	}
 }
 
-func (o *openAPI) serve(w http.ResponseWriter, r *http.Request) bool {
+// serve answers an OpenAPI v3 path; ok=false if p is not one. frontProxy
+// says the request came through an authenticating front proxy.
+func (o *openAPI) serve(w http.ResponseWriter, r *http.Request, frontProxy bool) bool {
 	p := strings.TrimSuffix(r.URL.Path, "/")
 	if p == "/openapi/v3" {
 		w.Header().Set("Content-Type", "application/json")
+		if frontProxy {
+			_, _ = w.Write(o.frontProxyIndex)
+			return true
+		}
 		_, _ = w.Write(o.index)
 		return true
 	}

@@ -29,7 +29,7 @@ func (s *Server) admitRate(w http.ResponseWriter, r *http.Request, rr resourceRe
 		Source:    eventratelimit.Source{Controller: ev.Source.Component, Instance: ev.Source.Host},
 		Object:    eventratelimit.Object{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, UID: string(o.UID), APIVersion: o.APIVersion},
 	}
-	if rr.version == eventapi.EventsV1 {
+	if rr.version.Shape() == eventapi.EventsV1 {
 		req.Source = eventratelimit.Source{Controller: ev.ReportingController, Instance: ev.ReportingInstance}
 	}
 	if create {

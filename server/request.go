@@ -10,6 +10,9 @@ import (
 	"github.com/kubevents/kubevents/eventapi"
 )
 
+// kubeventsPrefix is the path of eventsd's own group's resources.
+var kubeventsPrefix = "/apis/" + eventapi.KubeventsGroupVersion.String() + "/"
+
 // verb is what a request asks the events resource to do.
 type verb string
 
@@ -36,6 +39,7 @@ type resourceRequest struct {
 //
 //	/api/v1[/watch][/namespaces/{ns}]/events[/{name}]
 //	/apis/events.k8s.io/v1[/watch][/namespaces/{ns}]/events[/{name}]
+//	/apis/events.kubevents.io/v1[/watch][/namespaces/{ns}]/events[/{name}]
 //
 // and returns ok=false for anything else. watchPath reports the deprecated
 // /watch/ form.
@@ -46,6 +50,8 @@ func parseResourcePath(p string) (rr resourceRequest, watchPath, ok bool) {
 		rr.version, rest = eventapi.CoreV1, p[len("/api/v1/"):]
 	case strings.HasPrefix(p, "/apis/events.k8s.io/v1/"):
 		rr.version, rest = eventapi.EventsV1, p[len("/apis/events.k8s.io/v1/"):]
+	case strings.HasPrefix(p, kubeventsPrefix):
+		rr.version, rest = eventapi.KubeventsV1, p[len(kubeventsPrefix):]
 	default:
 		return rr, false, false
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/eventapi/fieldmanager"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/storage"
@@ -225,7 +226,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.ui.ServeHTTP(w, r)
 		return
 	}
-	r, u, ok := s.authenticate(w, r)
+	r, u, frontProxy, ok := s.authenticate(w, r)
 	if !ok {
 		return
 	}
@@ -245,7 +246,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		if s.discovery.serve(w, r) || s.openapi.serve(w, r) || serveNamespace(w, r) {
+		if s.discovery.serve(w, r) || s.openapi.serve(w, r, frontProxy) || serveNamespace(w, r) {
 			return
 		}
 	}
@@ -270,6 +271,10 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rr resour
 		return
 	}
 	limit, class := s.readOnly, "readOnly"
+	if isMutating(rr.verb) && rr.version == eventapi.KubeventsV1 {
+		writeStatus(rec, newStatus(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, kubeventsReadOnly))
+		return
+	}
 	if isMutating(rr.verb) && s.cfg.ReadOnly != "" {
 		writeStatus(rec, newStatus(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, s.cfg.ReadOnly))
 		return
@@ -291,6 +296,15 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rr resour
 		s.handlers[rr.verb](w, r, rr)
 	})
 }
+
+// kubeventsReadOnly is the refusal of a write to eventsd's own group. The
+// group is a view for reading (through a cluster's kube-apiserver, when
+// eventsd is registered there): events are written through core/v1 or
+// events.k8s.io/v1, the groups every recorder writes to. It also keeps a
+// cluster's namespace controller, which deletes a deleted namespace's
+// objects of every group whose discovery lists delete, from deleting the
+// history eventsd keeps.
+var kubeventsReadOnly = "events of " + eventapi.KubeventsGroupVersion.String() + " are read-only: write events through core/v1 (/api/v1) or events.k8s.io/v1"
 
 // handlerFunc serves one verb of the events resource.
 type handlerFunc func(http.ResponseWriter, *http.Request, resourceRequest)

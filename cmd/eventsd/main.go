@@ -94,7 +94,7 @@ func main() {
 }
 
 func newCommand() *cobra.Command {
-	o := options{}
+	o := options{access: access.Options{RequestHeader: access.DefaultRequestHeader()}}
 	cmd := &cobra.Command{
 		Use:   "eventsd",
 		Short: "A Kubernetes-compatible events API server with durable embedded storage",
@@ -133,6 +133,14 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.access.AuthzWebhookVersion, "authorization-webhook-version", access.DefaultWebhookVersion, "The API version of the authorization.k8s.io SubjectAccessReview to send to and expect from the webhook: v1 or v1beta1.")
 	f.DurationVar(&o.access.AuthorizedTTL, "authorization-webhook-cache-authorized-ttl", access.DefaultAuthorizedTTL, "The duration to cache 'authorized' responses from the webhook authorizer; 0 disables.")
 	f.DurationVar(&o.access.UnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", access.DefaultUnauthorizedTTL, "The duration to cache 'unauthorized' responses from the webhook authorizer; 0 disables.")
+	// Delegation to a cluster, as kube's aggregated API servers take it
+	// (eventsd's group served through the cluster's kube-apiserver).
+	f.StringVar(&o.access.AuthenticationKubeconfig, "authentication-kubeconfig", "", "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io (the ClusterRole system:auth-delegator), or \"in-cluster\" for the pod's service account: bearer tokens are checked with TokenReviews, and the front proxy's and client CA's settings not given by flags are looked up in the ConfigMap kube-system/extension-apiserver-authentication (Role extension-apiserver-authentication-reader).")
+	f.BoolVar(&o.access.SkipInClusterLookup, "authentication-skip-lookup", false, "If false, the authentication-kubeconfig will be used to lookup missing authentication configuration from the cluster.")
+	f.BoolVar(&o.access.TolerateInClusterLookupFailure, "authentication-tolerate-lookup-failure", false, "If true, failures to look up missing authentication configuration from the cluster are not considered fatal: the front proxy's requests are then refused.")
+	f.StringVar(&o.access.AuthorizationKubeconfig, "authorization-kubeconfig", "", "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io (the ClusterRole system:auth-delegator), or \"in-cluster\" for the pod's service account: with --authorization-mode=Webhook, instead of --authorization-webhook-config-file.")
+	o.access.ClientCert.AddFlags(f)
+	o.access.RequestHeader.AddFlags(f)
 	f.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 30*time.Second, "How long to wait for requests in flight on SIGTERM or SIGINT.")
 	f.StringVar(&o.logLevel, "log-level", "info", "Log level: debug, info, warn or error.")
 	f.IntVar(&o.maxInflight, "max-requests-inflight", server.DefaultMaxRequestsInflight, "Most gets and lists served at once; more get 429 with Retry-After. Negative: no limit.")
@@ -194,6 +202,9 @@ func run(ctx context.Context, o options) error {
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
+	if (o.access.RequestHeader.ClientCAFile != "" || o.access.ClientCert.ClientCA != "") && tlsConfig == nil {
+		return errors.New("--requestheader-client-ca-file and --client-ca-file need --tls-cert-file: client certificates come over TLS")
+	}
 	// Authentication and authorization are built before anything is
 	// opened or served, so a bad flag or file is an error naming it.
 	ao := o.access
@@ -253,6 +264,33 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
+	if auth.ClientCertificates {
+		if tlsConfig == nil {
+			return fmt.Errorf("--authentication-kubeconfig %s: the cluster's front proxy and client certificates need HTTPS: give --tls-cert-file (or --authentication-skip-lookup)", ao.AuthenticationKubeconfig)
+		}
+		// Asked, not required: the authenticators verify certificates
+		// against their own CAs (the front proxy's, the clients'), and
+		// clients with a token need none.
+		tlsConfig.ClientAuth = tls.RequestClientCert
+	}
+	for _, n := range auth.Notes {
+		log.Info("authentication", "from", n)
+	}
+	for _, w := range auth.Warnings {
+		log.Warn("authentication", "problem", w)
+	}
+	// The CA files and what was looked up in the cluster are followed
+	// while eventsd runs.
+	authCtx, stopAuth := context.WithCancel(context.Background())
+	authDone := make(chan struct{})
+	go func() {
+		defer close(authDone)
+		auth.Run(authCtx)
+	}()
+	defer func() {
+		stopAuth()
+		<-authDone
+	}()
 	// The address is taken before the store is opened or created: a
 	// port in use changes nothing on disk.
 	ln, err := net.Listen("tcp", o.listen)
@@ -292,7 +330,7 @@ func run(ctx context.Context, o options) error {
 		return failStart(err)
 	}
 	store = st
-	scfg := server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth.Authenticator, Authorizer: auth.Authorizer, Profiling: o.profiling,
+	scfg := server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth.Authenticator, FrontProxy: auth.FrontProxy, Authorizer: auth.Authorizer, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions, UI: o.ui,
 		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout, BookmarkInterval: o.bookmarkEvery,
 		EventRateLimit: rateLimit, Retention: retentionConfig}
@@ -359,7 +397,7 @@ func run(ctx context.Context, o options) error {
 	logPolicies(log, retentionConfig, policy, o.eventTTL, rateLimitConfig)
 	log.Info("eventsd serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "version", buildinfo.Get().GitVersion,
 		"storageBackend", o.storageBackend, "dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", store.Stats().Events,
-		"auth", auth.Authenticator != nil, "authorizationModes", strings.Join(auth.Modes, ","))
+		"auth", auth.Authenticator != nil || auth.FrontProxy != nil, "frontProxy", auth.FrontProxy != nil, "authorizationModes", strings.Join(auth.Modes, ","))
 
 	select {
 	case err = <-errc:

@@ -46,3 +46,28 @@ func TestTLSFileErrorsNameTheirFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestClientCertificatesNeedTLS: the front proxy's CA (or a client CA)
+// without HTTPS stops eventsd before it opens its store, saying why:
+// client certificates come over TLS only.
+func TestClientCertificatesNeedTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(ca, []byte("unused"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"--requestheader-client-ca-file", "--client-ca-file"} {
+		dataDir := filepath.Join(dir, "data")
+		cmd := newCommand()
+		cmd.SetArgs([]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, flag, ca})
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.ExecuteContext(context.Background())
+		if err == nil || !strings.Contains(err.Error(), flag) || !strings.Contains(err.Error(), "need --tls-cert-file") {
+			t.Fatalf("%s without TLS: %v", flag, err)
+		}
+		if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+			t.Fatalf("%s without TLS: the store was opened", flag)
+		}
+	}
+}

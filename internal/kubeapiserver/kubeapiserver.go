@@ -165,6 +165,17 @@ type Options struct {
 	// tools/kube-apiserver (Version is then what its --version prints);
 	// empty: that build.
 	Binary string
+	// FrontProxy makes kube-apiserver's aggregator an authenticating
+	// front proxy, so that APIServices can be served by aggregated API
+	// servers: a front-proxy CA of its own (FrontProxyCAFile), a client
+	// certificate it signs for FrontProxyClientName
+	// (--proxy-client-cert-file, --proxy-client-key-file), and
+	// --requestheader-client-ca-file, --requestheader-allowed-names and
+	// the X-Remote-* header flags, as kubeadm sets them; kube-apiserver
+	// publishes them in kube-system/extension-apiserver-authentication.
+	// Without it the aggregator has no client certificate and aggregated
+	// servers cannot tell who a request is from.
+	FrontProxy bool
 	// ExtraArgs are more kube-apiserver flags, after the harness's own
 	// (a later flag overrides an earlier one).
 	ExtraArgs []string
@@ -353,6 +364,11 @@ func Launch(ctx context.Context, opts Options) (*Cluster, error) {
 	if c.pki, err = newPKI(filepath.Join(c.dir, "pki")); err != nil {
 		return nil, fmt.Errorf("kubeapiserver: certificates: %w", err)
 	}
+	if opts.FrontProxy {
+		if err := c.pki.newFrontProxy(filepath.Join(c.dir, "pki")); err != nil {
+			return nil, fmt.Errorf("kubeapiserver: front-proxy certificates: %w", err)
+		}
+	}
 
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
@@ -418,6 +434,18 @@ func (c *Cluster) apiserverArgs(port int, tokenFile string) []string {
 		// No endpoints for the kubernetes service: there is no cluster
 		// network behind 127.0.0.1.
 		"--endpoint-reconciler-type=none",
+	}
+	if c.opts.FrontProxy {
+		args = append(args,
+			"--requestheader-client-ca-file="+c.pki.frontProxyCA,
+			"--requestheader-allowed-names="+FrontProxyClientName,
+			"--requestheader-username-headers=X-Remote-User",
+			"--requestheader-uid-headers=X-Remote-Uid",
+			"--requestheader-group-headers=X-Remote-Group",
+			"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+			"--proxy-client-cert-file="+c.pki.proxyClientCert,
+			"--proxy-client-key-file="+c.pki.proxyClientKey,
+		)
 	}
 	if c.opts.SeparateEventsEtcd {
 		args = append(args, "--etcd-servers-overrides=/events#"+c.eventsEtcdURL)
@@ -592,6 +620,11 @@ func (c *Cluster) URL() string { return c.url }
 // CA is the PEM of the CA that signed kube-apiserver's serving
 // certificate.
 func (c *Cluster) CA() []byte { return append([]byte(nil), c.pki.caPEM...) }
+
+// FrontProxyCAFile is the front proxy's CA (Options.FrontProxy), the
+// --requestheader-client-ca-file an aggregated API server verifies the
+// aggregator's client certificate with; "" without Options.FrontProxy.
+func (c *Cluster) FrontProxyCAFile() string { return c.pki.frontProxyCA }
 
 // AdminToken is the bearer token of AdminUser (system:masters).
 func (c *Cluster) AdminToken() string { return c.adminToken }

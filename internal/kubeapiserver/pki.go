@@ -23,7 +23,18 @@ type pki struct {
 
 	servingCert, servingKey string // --tls-cert-file, --tls-private-key-file
 	saPrivate, saPublic     string // --service-account-signing-key-file, --service-account-key-file
+
+	// The front proxy's, when asked for (newFrontProxyPKI): its own CA
+	// (--requestheader-client-ca-file) and the client certificate it
+	// signs for the aggregator (--proxy-client-cert-file,
+	// --proxy-client-key-file).
+	frontProxyCA, proxyClientCert, proxyClientKey string
 }
+
+// FrontProxyClientName is the common name of the certificate
+// kube-apiserver's aggregator presents to aggregated API servers
+// (Options.FrontProxy), the one --requestheader-allowed-names allows.
+const FrontProxyClientName = "front-proxy-client"
 
 // certValidity is how long the generated certificates are valid: far
 // longer than any test, short enough that a leaked one is soon useless.
@@ -118,6 +129,67 @@ func newPKI(dir string) (*pki, error) {
 		}
 	}
 	return p, nil
+}
+
+// newFrontProxy adds to p, in dir, a front-proxy CA of its own (as
+// kubeadm makes one apart from the cluster's CA) and a client
+// certificate it signs for FrontProxyClientName.
+func (p *pki) newFrontProxy(dir string) error {
+	now := time.Now()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: "kubevents-test-front-proxy-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(certValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("front-proxy CA certificate: %w", err)
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: FrontProxyClientName},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(certValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("front-proxy client certificate: %w", err)
+	}
+	keyPEM, err := privatePEM(key)
+	if err != nil {
+		return err
+	}
+	p.frontProxyCA = filepath.Join(dir, "front-proxy-ca.crt")
+	p.proxyClientCert = filepath.Join(dir, "front-proxy-client.crt")
+	p.proxyClientKey = filepath.Join(dir, "front-proxy-client.key")
+	for path, data := range map[string][]byte{
+		p.frontProxyCA:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		p.proxyClientCert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		p.proxyClientKey:  keyPEM,
+	} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // privatePEM is key in PKCS#8 PEM, which kube-apiserver reads for both
