@@ -370,6 +370,17 @@ func TestFrontProxy(t *testing.T) {
 	if code, body := get(t, e.url+"/openapi/v3/apis/events.kubevents.io/v1", proxied); code != http.StatusOK {
 		t.Fatalf("group document through the front proxy: %d %s", code, body)
 	}
+	// The aggregator also downloads /openapi/v2 to merge it: a Swagger 2.0
+	// document without paths, so that nothing of the cluster's own is
+	// shadowed and the aggregator does not retry a 404 for ever.
+	code, body := get(t, e.url+"/openapi/v2", proxied)
+	var v2 struct {
+		Swagger string
+		Paths   map[string]any
+	}
+	if err := json.Unmarshal(body, &v2); err != nil || code != http.StatusOK || v2.Swagger != "2.0" || v2.Paths == nil || len(v2.Paths) != 0 {
+		t.Fatalf("/openapi/v2 through the front proxy: %d %s", code, body)
+	}
 	// Discovery is the same for both.
 	if _, ok := aggregatedGroups(t, e.url, proxied)["events.kubevents.io"]; !ok {
 		t.Fatal("aggregated discovery through the front proxy lacks events.kubevents.io")
@@ -428,7 +439,7 @@ func TestDiscoveryWithoutTheStore(t *testing.T) {
 	killed = etcdtest.Kill(e)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, p := range []string{"/api", "/apis", "/apis/events.kubevents.io", "/apis/events.kubevents.io/v1", "/openapi/v3", "/openapi/v3/apis/events.kubevents.io/v1"} {
+	for _, p := range []string{"/api", "/apis", "/apis/events.kubevents.io", "/apis/events.kubevents.io/v1", "/openapi/v2", "/openapi/v3", "/openapi/v3/apis/events.kubevents.io/v1"} {
 		for _, accept := range []string{"application/json", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"} {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+p, nil)
 			req.Header.Set("Accept", accept)

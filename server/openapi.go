@@ -23,7 +23,14 @@ import (
 // APIService backend into its own, path by path, so an index listing
 // api/v1 or events.k8s.io/v1 would let eventsd's skeletal documents stand
 // in for the cluster's own.
+//
+// /openapi/v2 answers a Swagger 2.0 document without paths: kube-apiserver's
+// aggregator downloads every APIService backend's v2 document to merge it
+// into its own, and logs and retries a 404 for as long as the backend is
+// registered. eventsd describes its API in v3 only, which is what kubectl
+// reads.
 type openAPI struct {
+	v2                     []byte
 	index, frontProxyIndex []byte
 	docs                   map[string][]byte // "api/v1", "apis/events.k8s.io/v1", "apis/events.kubevents.io/v1"
 	etags                  map[string]string
@@ -58,6 +65,13 @@ func newOpenAPI() (*openAPI, error) {
 		}
 	}
 	var err error
+	if o.v2, err = json.Marshal(map[string]any{
+		"swagger": "2.0",
+		"info":    map[string]any{"title": "kubevents eventsd (described in OpenAPI v3: /openapi/v3)", "version": kubevents.Version},
+		"paths":   map[string]any{},
+	}); err != nil {
+		return nil, err
+	}
 	if o.index, err = json.Marshal(map[string]any{"paths": paths}); err != nil {
 		return nil, err
 	}
@@ -155,10 +169,15 @@ func openAPIDoc(group, version, prefix string, readOnly bool) map[string]any {
 	}
 }
 
-// serve answers an OpenAPI v3 path; ok=false if p is not one. frontProxy
+// serve answers an OpenAPI path; ok=false if p is not one. frontProxy
 // says the request came through an authenticating front proxy.
 func (o *openAPI) serve(w http.ResponseWriter, r *http.Request, frontProxy bool) bool {
 	p := strings.TrimSuffix(r.URL.Path, "/")
+	if p == "/openapi/v2" {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(o.v2)
+		return true
+	}
 	if p == "/openapi/v3" {
 		w.Header().Set("Content-Type", "application/json")
 		if frontProxy {
