@@ -38,7 +38,7 @@ const (
 )
 
 // mirrorUser is the kube-apiserver user eventsd mirrors as, with only
-// deploy/mirror-rbac.yaml's ClusterRole (list and watch events), as a
+// deploy/kustomize/mirror/rbac.yaml's ClusterRole (list and watch events), as a
 // real set-up: its requests go through RBAC and priority and fairness
 // like any workload's.
 const mirrorUser = "eventsd-mirror"
@@ -524,7 +524,7 @@ func (cfg *mirrorBenchConfig) sourceArgsText() string {
 }
 
 // setUpMirrorSource creates the benchmark's namespaces and gives the
-// mirror's user deploy/mirror-rbac.yaml's ClusterRole: list and watch of
+// mirror's user deploy/kustomize/mirror/rbac.yaml's ClusterRole: list and watch of
 // core events.
 func setUpMirrorSource(ctx context.Context, kas *kubeapiserver.Cluster, namespaces int) error {
 	if err := kas.EnsureNamespace(ctx, namespaceNames(namespaces)...); err != nil {

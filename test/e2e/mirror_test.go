@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -370,18 +369,29 @@ func TestMirrorAfterCompaction(t *testing.T) {
 
 // TestMirrorKeepsHistory: kube-apiserver with a 3 s --event-ttl deletes
 // an event; eventsd keeps serving it (its own --event-ttl decides), and
-// a second eventsd with --source-deletions=propagate deletes it too. The
-// second one runs as a user with only the ClusterRole that
-// deploy/mirror-rbac.yaml gives the mirror.
+// a second eventsd with --source-deletions=propagate deletes it too. Both
+// run as a user with only the ClusterRole that deploy/kustomize/mirror
+// gives the mirror.
 func TestMirrorKeepsHistory(t *testing.T) {
 	ctx := context.Background()
 	kas, src := mrStartSource(t, kubeapiserver.Options{EventTTL: 3 * time.Second,
 		Users: []kubeapiserver.User{{Name: "mirror-user"}}})
-	rbac, err := os.ReadFile(filepath.Join("..", "..", "deploy", "mirror-rbac.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	// The ClusterRole the mirror base installs (deploy/kustomize/mirror),
+	// alone: bound here to a user instead of the base's ServiceAccount.
+	base := eventsdtest.RunKubectl(ctx, t, kas.Kubeconfig(), nil, "kustomize", filepath.Join("..", "..", "deploy", "kustomize", "mirror"))
+	if base.Err != nil {
+		t.Fatalf("kubectl kustomize: %v\n%s", base.Err, base.Stderr)
 	}
-	if r := eventsdtest.RunKubectl(ctx, t, kas.Kubeconfig(), strings.NewReader(string(rbac)), "apply", "-f", "-"); r.Err != nil {
+	var rbac []string
+	for _, doc := range strings.Split(base.Stdout, "\n---\n") {
+		if strings.Contains(doc, "\nkind: ClusterRole\n") {
+			rbac = append(rbac, doc)
+		}
+	}
+	if len(rbac) != 1 || !strings.Contains(rbac[0], "\n  name: eventsd-mirror\n") {
+		t.Fatalf("want the mirror base's one ClusterRole, eventsd-mirror; found %q", rbac)
+	}
+	if r := eventsdtest.RunKubectl(ctx, t, kas.Kubeconfig(), strings.NewReader(rbac[0]), "apply", "-f", "-"); r.Err != nil {
 		t.Fatalf("applying the mirror's RBAC: %v\n%s", r.Err, r.Stderr)
 	}
 	if r := eventsdtest.RunKubectl(ctx, t, kas.Kubeconfig(), nil, "create", "clusterrolebinding", "mirror-user", "--clusterrole=eventsd-mirror", "--user=mirror-user"); r.Err != nil {

@@ -1,0 +1,816 @@
+// Package deploy_test checks what deploy/ installs: every kustomize
+// variant and every chart render (the chart's ci/*-values.yaml and its
+// defaults) is applied with `kubectl apply --dry-run=server` to a real
+// kube-apiserver (internal/kubeapiserver), in a namespace that enforces
+// and warns on the restricted Pod Security Standard, and checked for what
+// the issue asks of it (non-root, read-only root filesystem, probes, the
+// least ClusterRole, ...); the chart is linted with helm (internal/helmbin);
+// and the delegated authentication the manifests configure is run for
+// real: eventsd with their webhook kubeconfig against kube-apiserver.
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubevents/kubevents/export/exportconfig"
+	"github.com/kubevents/kubevents/internal/eventsdtest"
+	"github.com/kubevents/kubevents/internal/helmbin"
+	"github.com/kubevents/kubevents/internal/kubeapiserver"
+	"github.com/kubevents/kubevents/retention"
+)
+
+// TestMain finds (or builds) kubectl and eventsd before any test starts,
+// so that no test's own time limit is spent building them. helm is found
+// or built by the first test that needs it (requireHelm).
+func TestMain(m *testing.M) {
+	if err := eventsdtest.Prepare(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// requireHelm returns helm, building it when it is not built yet and the
+// test binary has time left for a first build; otherwise the test is
+// skipped, saying how to build it once.
+func requireHelm(t *testing.T) string {
+	t.Helper()
+	if !helmbin.Cached() {
+		if dl, ok := t.Deadline(); ok && time.Until(dl) < helmbin.FirstBuildTime {
+			t.Skipf("helm is not built yet, and a first build (up to %v on two cores) does not fit in the %v this test binary has left: build it once with `go run ./internal/helmbin/buildhelm` (.ci/run does), or give go test -timeout 30m",
+				helmbin.FirstBuildTime, time.Until(dl).Round(time.Second))
+		}
+	}
+	bin, err := helmbin.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// repo is the repository root.
+func repo() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+var (
+	chartDir     = filepath.Join(repo(), "deploy", "helm", "eventsd")
+	kustomizeDir = filepath.Join(repo(), "deploy", "kustomize")
+)
+
+// helm runs the helm binary and returns its stdout; it fails the test on
+// an error.
+func helm(t *testing.T, args ...string) string {
+	t.Helper()
+	bin := requireHelm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// helm keeps caches and configuration under these; none of the
+	// user's.
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+// chartVariants are the chart's values files: the defaults, and each of
+// ci/*-values.yaml.
+func chartVariants(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(chartDir, "ci", "*-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 4 {
+		t.Fatalf("want the chart's four ci/*-values.yaml variants, found %v", files)
+	}
+	return append([]string{""}, files...)
+}
+
+// TestChartLint: `helm lint --strict` passes for the defaults and every
+// ci values file, and a values file that is not a set-up the chart can
+// install fails to render with a message saying what is wrong.
+func TestChartLint(t *testing.T) {
+	for _, values := range chartVariants(t) {
+		args := []string{"lint", "--strict", chartDir}
+		if values != "" {
+			args = append(args, "--values", values)
+		}
+		out := helm(t, args...)
+		if !strings.Contains(out, "1 chart(s) linted, 0 chart(s) failed") {
+			t.Errorf("helm %s:\n%s", strings.Join(args, " "), out)
+		}
+	}
+	for _, bad := range []struct{ set, want string }{
+		{"storage.backend=etcd", "storage.backend etcd needs storage.etcd.servers"},
+		{"storage.backend=sqlite", `storage.backend must be pebble or etcd, not "sqlite"`},
+	} {
+		bin := requireHelm(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, bin, "template", "x", chartDir, "--set", bad.set).CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), bad.want) {
+			t.Errorf("helm template --set %s: %v, %s; want a failure saying %q", bad.set, err, out, bad.want)
+		}
+	}
+}
+
+// variant is one set of manifests to check and dry-run.
+type variant struct {
+	name string
+	// namespace the objects go to (helm: the release's; kustomize: the
+	// bases' own).
+	namespace string
+	manifests []byte
+	// serviceMonitor: the variant is expected to have one.
+	serviceMonitor bool
+	// exports: the variant is expected to export (--export-config).
+	exports bool
+}
+
+// kustomizeVariants renders the two bases alone, and overlays of them
+// with the components (the ServiceMonitor, HTTPS, TLS to etcd).
+func kustomizeVariants(t *testing.T) []variant {
+	t.Helper()
+	overlay := func(base string, components ...string) string {
+		dir := t.TempDir()
+		// kustomize takes only relative paths.
+		rel := func(p string) string {
+			r, err := filepath.Rel(dir, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- %s\ncomponents:\n", rel(filepath.Join(kustomizeDir, base)))
+		for _, c := range components {
+			fmt.Fprintf(&b, "- %s\n", rel(filepath.Join(kustomizeDir, "components", c)))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	var vs []variant
+	for _, v := range []struct {
+		name, dir   string
+		sm, exports bool
+	}{
+		{"kustomize/mirror", filepath.Join(kustomizeDir, "mirror"), false, false},
+		{"kustomize/replicas", filepath.Join(kustomizeDir, "replicas"), false, false},
+		{"kustomize/mirror+export+servicemonitor+tls", overlay("mirror", "export", "servicemonitor", "tls"), true, true},
+		{"kustomize/replicas+etcd-tls+export+servicemonitor+tls", overlay("replicas", "etcd-tls", "export", "servicemonitor", "tls"), true, true},
+	} {
+		r := kubectl(t, nil, "", "kustomize", v.dir)
+		if r.Err != nil {
+			t.Fatalf("kubectl kustomize %s: %v\n%s", v.dir, r.Err, r.Stderr)
+		}
+		vs = append(vs, variant{name: v.name, namespace: "kubevents", manifests: []byte(r.Stdout), serviceMonitor: v.sm, exports: v.exports})
+	}
+	return vs
+}
+
+// helmNamespace is where the chart's renders are dry-run.
+const helmNamespace = "eventsd-chart"
+
+// chartRenders renders the chart for each values file, as `helm install`
+// would in helmNamespace.
+func chartRenders(t *testing.T) []variant {
+	t.Helper()
+	var vs []variant
+	for _, values := range chartVariants(t) {
+		args := []string{"template", "eventsd", chartDir, "--namespace", helmNamespace, "--kube-version", "1.37.2"}
+		name := "helm/defaults"
+		if values != "" {
+			args = append(args, "--values", values)
+			name = "helm/" + strings.TrimSuffix(filepath.Base(values), "-values.yaml")
+		}
+		out := helm(t, args...)
+		b, _ := os.ReadFile(values)
+		vs = append(vs, variant{name: name, namespace: helmNamespace, manifests: []byte(out),
+			serviceMonitor: bytes.Contains(b, []byte("serviceMonitor:\n  enabled: true")),
+			exports:        bytes.Contains(b, []byte("export:\n  sinks:\n    - "))})
+	}
+	return vs
+}
+
+// TestKustomize: the two kustomize bases, alone and with the components,
+// pass the checks of checkVariant and dryRun.
+func TestKustomize(t *testing.T) {
+	dryRun(t, kustomizeVariants(t))
+}
+
+// TestChart: the chart's renders (its defaults and each ci/*-values.yaml,
+// as `helm install` in a namespace of their own) pass the checks of
+// checkVariant and dryRun.
+func TestChart(t *testing.T) {
+	dryRun(t, chartRenders(t))
+}
+
+// dryRun checks each variant (checkVariant), then applies it with
+// `kubectl apply --dry-run=server` to a real kube-apiserver: every object
+// passes without a warning (the namespaces enforce and warn on the
+// restricted Pod Security Standard, so a pod template it would reject is a
+// warning on its workload). The ServiceMonitor CRD the dry runs need is
+// this package's stand-in for the Prometheus operator's
+// (testdata/servicemonitor-crd.yaml).
+func dryRun(t *testing.T, variants []variant) {
+	t.Helper()
+	for _, v := range variants {
+		t.Run(v.name+"/static", func(t *testing.T) { checkVariant(t, v) })
+	}
+
+	kas := kubeapiserver.Start(t, kubeapiserver.Options{})
+	kc := kas.Kubeconfig()
+	// The bases' namespace, for real, as kubectl apply -k creates it
+	// first; the chart's, as `helm install --create-namespace` would,
+	// with the same Pod Security labels.
+	if r := kubectl(t, nil, kc, "apply", "-f", filepath.Join(kustomizeDir, "common", "namespace.yaml")); r.Err != nil {
+		t.Fatalf("%v\n%s", r.Err, r.Stderr)
+	}
+	ns := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n  labels:\n    pod-security.kubernetes.io/enforce: restricted\n    pod-security.kubernetes.io/warn: restricted\n", helmNamespace)
+	if r := kubectl(t, strings.NewReader(ns), kc, "apply", "-f", "-"); r.Err != nil {
+		t.Fatalf("%v\n%s", r.Err, r.Stderr)
+	}
+	if r := kubectl(t, nil, kc, "apply", "-f", filepath.Join("testdata", "servicemonitor-crd.yaml")); r.Err != nil {
+		t.Fatalf("%v\n%s", r.Err, r.Stderr)
+	}
+	if r := kubectl(t, nil, kc, "wait", "--for=condition=Established", "--timeout=60s", "crd/servicemonitors.monitoring.coreos.com"); r.Err != nil {
+		t.Fatalf("%v\n%s", r.Err, r.Stderr)
+	}
+
+	// A pod template that breaks the restricted standard does warn, and
+	// a field the ServiceMonitor CRD does not have fails: the checks
+	// below can see what they look for.
+	bad := strings.Replace(string(variants[0].manifests), "allowPrivilegeEscalation: false", "allowPrivilegeEscalation: true", 1)
+	if r := kubectl(t, strings.NewReader(bad), kc, "apply", "--dry-run=server", "--namespace", variants[0].namespace, "-f", "-"); !strings.Contains(r.Stderr, "would violate PodSecurity") {
+		t.Fatalf("a pod template allowing privilege escalation gave no Pod Security warning: %v\n%s", r.Err, r.Stderr)
+	}
+	badSM := "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x, namespace: kubevents}\nspec:\n  selector: {}\n  endpoints: [{port: http, intervall: 30s}]\n"
+	if r := kubectl(t, strings.NewReader(badSM), kc, "apply", "--dry-run=server", "-f", "-"); r.Err == nil || !strings.Contains(r.Stderr, "intervall") {
+		t.Fatalf("a ServiceMonitor with an unknown field passed the dry run: %v\n%s", r.Err, r.Stderr)
+	}
+
+	for _, v := range variants {
+		t.Run(v.name+"/dry-run", func(t *testing.T) {
+			r := kubectl(t, bytes.NewReader(v.manifests), kc, "apply", "--dry-run=server", "--namespace", v.namespace, "-f", "-")
+			if r.Err != nil {
+				t.Fatalf("kubectl apply --dry-run=server: %v\n%s\n%s", r.Err, r.Stderr, r.Stdout)
+			}
+			if strings.Contains(r.Stderr, "Warning") {
+				t.Errorf("kubectl apply --dry-run=server warned:\n%s", r.Stderr)
+			}
+			if n := strings.Count(r.Stdout, "(server dry run)"); n != len(objects(t, v.manifests)) {
+				t.Errorf("%d objects dry-run, want %d:\n%s", n, len(objects(t, v.manifests)), r.Stdout)
+			}
+		})
+	}
+}
+
+// kubectl runs kubectl (with kubeconfig, unless empty) with stdin.
+func kubectl(t *testing.T, stdin io.Reader, kubeconfig string, args ...string) eventsdtest.KubectlResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if kubeconfig == "" {
+		cmd := exec.CommandContext(ctx, eventsdtest.Kubectl(t), args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &errb, stdin
+		err := cmd.Run()
+		return eventsdtest.KubectlResult{Stdout: out.String(), Stderr: errb.String(), Err: err}
+	}
+	return eventsdtest.RunKubectl(ctx, t, kubeconfig, stdin, args...)
+}
+
+// objects splits a YAML stream into its objects.
+func objects(t *testing.T, manifests []byte) []*unstructured.Unstructured {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(manifests), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			return objs
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+}
+
+// set is the objects of one variant, by kind.
+type set struct {
+	all []*unstructured.Unstructured
+}
+
+func (s set) ofKind(kind string) []*unstructured.Unstructured {
+	var r []*unstructured.Unstructured
+	for _, o := range s.all {
+		if o.GetKind() == kind {
+			r = append(r, o)
+		}
+	}
+	return r
+}
+
+// typed converts o to a typed object.
+func typed[T any](t *testing.T, o *unstructured.Unstructured) *T {
+	t.Helper()
+	v := new(T)
+	if err := apiruntime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, v, true); err != nil {
+		t.Fatalf("%s %s: %v", o.GetKind(), o.GetName(), err)
+	}
+	return v
+}
+
+// flagValue is the value of --name=value in args, and whether it is there.
+func flagValue(args []string, name string) (string, bool) {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// leastMirrorRules is all a mirror may do in the cluster.
+var leastMirrorRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch"}}}
+
+// checkVariant checks one variant's objects:
+//   - one workload: a StatefulSet of one with a PersistentVolumeClaim
+//     mounted at --data-dir for pebble, a Deployment over etcd otherwise;
+//   - its pod: non-root (uid 65532), no privilege escalation, every
+//     capability dropped, seccomp RuntimeDefault, read-only root
+//     filesystem; startup and liveness probes on /livez, readiness on
+//     /readyz, leaving the mirror's check out when it mirrors; CPU and
+//     memory requests;
+//   - --retention-config and --export-config (and the webhook
+//     kubeconfigs, when delegating) name files of a mounted ConfigMap of
+//     the variant, which eventsd's own strict decoders accept;
+//   - RBAC: a mirror's ServiceAccount bound to a ClusterRole with exactly
+//     list and watch of events; delegation bound to system:auth-delegator;
+//     neither: no RBAC object and no token mounted;
+//   - the Service, the PodDisruptionBudget and the ServiceMonitor select
+//     the pods (and the Service's port).
+func checkVariant(t *testing.T, v variant) {
+	s := set{all: objects(t, v.manifests)}
+	var pod corev1.PodTemplateSpec
+	var selector map[string]string
+	sts, deps := s.ofKind("StatefulSet"), s.ofKind("Deployment")
+	if len(sts)+len(deps) != 1 {
+		t.Fatalf("%d StatefulSets and %d Deployments, want one workload", len(sts), len(deps))
+	}
+	var ss *appsv1.StatefulSet
+	if len(sts) == 1 {
+		ss = typed[appsv1.StatefulSet](t, sts[0])
+		pod, selector = ss.Spec.Template, ss.Spec.Selector.MatchLabels
+		if ss.Spec.Replicas == nil || *ss.Spec.Replicas != 1 {
+			t.Errorf("the pebble StatefulSet has %v replicas, want 1", ss.Spec.Replicas)
+		}
+	} else {
+		d := typed[appsv1.Deployment](t, deps[0])
+		pod, selector = d.Spec.Template, d.Spec.Selector.MatchLabels
+		if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
+			t.Errorf("the Deployment has %v replicas, want 2 or more", d.Spec.Replicas)
+		}
+	}
+	if !labels.SelectorFromSet(selector).Matches(labels.Set(pod.Labels)) {
+		t.Errorf("the workload's selector %v does not match its pods' labels %v", selector, pod.Labels)
+	}
+	if len(pod.Spec.Containers) != 1 {
+		t.Fatalf("%d containers, want eventsd alone", len(pod.Spec.Containers))
+	}
+	c := pod.Spec.Containers[0]
+	args := c.Args
+
+	// The storage.
+	backend, _ := flagValue(args, "storage-backend")
+	if ss != nil {
+		if backend != "" && backend != "pebble" {
+			t.Errorf("a StatefulSet with --storage-backend=%s", backend)
+		}
+		dataDir, ok := flagValue(args, "data-dir")
+		if !ok || len(ss.Spec.VolumeClaimTemplates) != 1 {
+			t.Fatalf("pebble: --data-dir %q, %d volumeClaimTemplates", dataDir, len(ss.Spec.VolumeClaimTemplates))
+		}
+		claim := ss.Spec.VolumeClaimTemplates[0].Name
+		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == claim && m.MountPath == dataDir }) {
+			t.Errorf("the claim %s is not mounted at --data-dir %s: %v", claim, dataDir, c.VolumeMounts)
+		}
+		if pod.Spec.SecurityContext == nil || pod.Spec.SecurityContext.FSGroup == nil || *pod.Spec.SecurityContext.FSGroup != 65532 {
+			t.Errorf("pebble's volume needs fsGroup 65532 to be writable by the user: %+v", pod.Spec.SecurityContext)
+		}
+	} else if backend != "etcd" {
+		t.Errorf("a Deployment with --storage-backend=%q, want etcd", backend)
+	} else if servers, _ := flagValue(args, "etcd-servers"); servers == "" {
+		t.Errorf("no --etcd-servers: %v", args)
+	}
+
+	// The security context.
+	psc := pod.Spec.SecurityContext
+	csc := c.SecurityContext
+	if csc == nil {
+		t.Fatal("no container securityContext")
+	}
+	nonRoot := (csc.RunAsNonRoot != nil && *csc.RunAsNonRoot) || (psc != nil && psc.RunAsNonRoot != nil && *psc.RunAsNonRoot)
+	uid := csc.RunAsUser
+	if uid == nil && psc != nil {
+		uid = psc.RunAsUser
+	}
+	seccomp := csc.SeccompProfile
+	if seccomp == nil && psc != nil {
+		seccomp = psc.SeccompProfile
+	}
+	switch {
+	case !nonRoot:
+		t.Error("runAsNonRoot is not set")
+	case uid == nil || *uid != 65532:
+		t.Errorf("runAsUser %v, want the image's 65532", uid)
+	case csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation:
+		t.Error("allowPrivilegeEscalation is not false")
+	case csc.ReadOnlyRootFilesystem == nil || !*csc.ReadOnlyRootFilesystem:
+		t.Error("readOnlyRootFilesystem is not true")
+	case csc.Capabilities == nil || !slices.Equal(csc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(csc.Capabilities.Add) != 0:
+		t.Errorf("capabilities %+v, want every one dropped and none added", csc.Capabilities)
+	case seccomp == nil || seccomp.Type != corev1.SeccompProfileTypeRuntimeDefault:
+		t.Errorf("seccomp profile %+v, want RuntimeDefault", seccomp)
+	case csc.Privileged != nil && *csc.Privileged:
+		t.Error("privileged")
+	}
+
+	// Probes and resources.
+	_, mirrors := flagValue(args, "source")
+	wantReady := "/readyz"
+	if mirrors {
+		wantReady = "/readyz?exclude=mirror"
+	}
+	for _, p := range []struct {
+		what  string
+		probe *corev1.Probe
+		path  string
+	}{{"startup", c.StartupProbe, "/livez"}, {"liveness", c.LivenessProbe, "/livez"}, {"readiness", c.ReadinessProbe, wantReady}} {
+		if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "http" {
+			t.Errorf("%s probe %+v, want an HTTP GET of %s on port http", p.what, p.probe, p.path)
+			continue
+		}
+		_, tls := flagValue(args, "tls-cert-file")
+		if tls != (p.probe.HTTPGet.Scheme == corev1.URISchemeHTTPS) {
+			t.Errorf("%s probe scheme %q with TLS %v", p.what, p.probe.HTTPGet.Scheme, tls)
+		}
+	}
+	if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "http" && p.ContainerPort == 8080 }) {
+		t.Errorf("no port http (8080): %v", c.Ports)
+	}
+	if listen, _ := flagValue(args, "listen"); listen != ":8080" {
+		t.Errorf("--listen=%q, want :8080", listen)
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+		t.Errorf("resource requests %v, want CPU and memory", c.Resources.Requests)
+	}
+	if pod.Spec.TerminationGracePeriodSeconds == nil || *pod.Spec.TerminationGracePeriodSeconds <= 30 {
+		t.Errorf("terminationGracePeriodSeconds %v, want more than eventsd's 30s --shutdown-timeout", pod.Spec.TerminationGracePeriodSeconds)
+	}
+
+	// The configuration files, read by eventsd's own decoders.
+	file := func(flag string) []byte {
+		t.Helper()
+		p, ok := flagValue(args, flag)
+		if !ok {
+			t.Errorf("no --%s", flag)
+			return nil
+		}
+		for _, m := range c.VolumeMounts {
+			if path.Dir(p) != m.MountPath || m.SubPath != "" {
+				continue
+			}
+			for _, vol := range pod.Spec.Volumes {
+				if vol.Name != m.Name || vol.ConfigMap == nil {
+					continue
+				}
+				for _, cm := range s.ofKind("ConfigMap") {
+					if cm.GetName() == vol.ConfigMap.Name {
+						data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+						if d, ok := data[path.Base(p)]; ok {
+							return []byte(d)
+						}
+					}
+				}
+			}
+		}
+		t.Errorf("--%s=%s is in no ConfigMap mounted in the pod", flag, p)
+		return nil
+	}
+	if b := file("retention-config"); b != nil {
+		if _, err := retention.Decode(b); err != nil {
+			t.Errorf("eventsd refuses the retention config: %v\n%s", err, b)
+		}
+	}
+	// An ExportConfiguration needs a sink: without one there is no flag.
+	if _, ok := flagValue(args, "export-config"); ok || v.exports {
+		if b := file("export-config"); b != nil {
+			if _, err := exportconfig.Decode(b); err != nil {
+				t.Errorf("eventsd refuses the export config: %v\n%s", err, b)
+			}
+		}
+	}
+	_, delegates := flagValue(args, "authentication-token-webhook-config-file")
+	if delegates {
+		if mode, _ := flagValue(args, "authorization-mode"); mode != "Webhook" {
+			t.Errorf("authentication is delegated but --authorization-mode=%q", mode)
+		}
+		for _, f := range []string{"authentication-token-webhook-config-file", "authorization-webhook-config-file"} {
+			if b := file(f); b != nil {
+				if _, err := clientcmd.Load(b); err != nil {
+					t.Errorf("--%s: %v", f, err)
+				}
+			}
+		}
+	}
+
+	// RBAC.
+	saName := pod.Spec.ServiceAccountName
+	if saName == "" || len(s.ofKind("ServiceAccount")) != 1 || s.ofKind("ServiceAccount")[0].GetName() != saName {
+		t.Errorf("the pod's ServiceAccount %q is not the variant's one", saName)
+	}
+	bound := map[string]bool{}
+	for _, o := range s.ofKind("ClusterRoleBinding") {
+		b := typed[rbacv1.ClusterRoleBinding](t, o)
+		if len(b.Subjects) != 1 || b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != saName || b.Subjects[0].Namespace != v.namespace {
+			t.Errorf("ClusterRoleBinding %s binds %+v, want the ServiceAccount %s/%s alone", b.Name, b.Subjects, v.namespace, saName)
+		}
+		bound[b.RoleRef.Name] = true
+	}
+	roles := s.ofKind("ClusterRole")
+	switch {
+	case mirrors:
+		if len(roles) != 1 {
+			t.Fatalf("%d ClusterRoles, want the mirror's", len(roles))
+		}
+		r := typed[rbacv1.ClusterRole](t, roles[0])
+		if fmt.Sprint(r.Rules) != fmt.Sprint(leastMirrorRules) {
+			t.Errorf("the mirror's ClusterRole allows %v, want exactly %v", r.Rules, leastMirrorRules)
+		}
+		if !bound[r.Name] {
+			t.Errorf("the mirror's ClusterRole %s is bound to nothing", r.Name)
+		}
+	case len(roles) != 0:
+		t.Errorf("ClusterRoles without a mirror: %v", roles)
+	}
+	if delegates != bound["system:auth-delegator"] {
+		t.Errorf("delegation %v, bound to system:auth-delegator %v", delegates, bound["system:auth-delegator"])
+	}
+	if len(bound) != len(s.ofKind("ClusterRoleBinding")) || len(bound) != btoi(mirrors)+btoi(delegates) {
+		t.Errorf("ClusterRoleBindings to %v with mirror %v and delegation %v", bound, mirrors, delegates)
+	}
+	if len(s.ofKind("Role"))+len(s.ofKind("RoleBinding")) != 0 {
+		t.Error("Roles or RoleBindings: eventsd needs none")
+	}
+	token := pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken
+	if token != (mirrors || delegates) {
+		t.Errorf("service account token mounted: %v, with mirror %v and delegation %v", token, mirrors, delegates)
+	}
+
+	// Service, PDB, ServiceMonitor.
+	svcs := s.ofKind("Service")
+	if len(svcs) != 1 {
+		t.Fatalf("%d Services, want 1", len(svcs))
+	}
+	svc := typed[corev1.Service](t, svcs[0])
+	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) || len(svc.Spec.Selector) == 0 {
+		t.Errorf("the Service selects %v, not the pods (%v)", svc.Spec.Selector, pod.Labels)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "http" || svc.Spec.Ports[0].TargetPort.String() != "http" {
+		t.Errorf("the Service's ports %+v, want http to the pods' port http", svc.Spec.Ports)
+	}
+	for _, o := range s.ofKind("PodDisruptionBudget") {
+		pdb := typed[policyv1.PodDisruptionBudget](t, o)
+		if !labels.SelectorFromSet(pdb.Spec.Selector.MatchLabels).Matches(labels.Set(pod.Labels)) || pdb.Spec.MaxUnavailable == nil || pdb.Spec.MaxUnavailable.IntValue() != 1 {
+			t.Errorf("the PodDisruptionBudget %+v does not let one of the pods go at a time", pdb.Spec)
+		}
+	}
+	if len(s.ofKind("PodDisruptionBudget")) != 1 && !strings.HasSuffix(v.name, "/local") {
+		t.Errorf("%d PodDisruptionBudgets, want 1", len(s.ofKind("PodDisruptionBudget")))
+	}
+	sms := s.ofKind("ServiceMonitor")
+	if len(sms) != btoi(v.serviceMonitor) {
+		t.Fatalf("%d ServiceMonitors, want %d", len(sms), btoi(v.serviceMonitor))
+	}
+	for _, sm := range sms {
+		sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+		eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+		if len(sel) == 0 || !labels.SelectorFromSet(sel).Matches(labels.Set(svc.Labels)) || len(eps) != 1 {
+			t.Errorf("the ServiceMonitor selects %v, the Service has labels %v; endpoints %v", sel, svc.Labels, eps)
+			continue
+		}
+		ep := eps[0].(map[string]any)
+		if ep["port"] != "http" || ep["path"] != "/metrics" {
+			t.Errorf("the ServiceMonitor scrapes %v", ep)
+		}
+		_, tls := flagValue(args, "tls-cert-file")
+		if scheme, _ := ep["scheme"].(string); tls != (scheme == "https") {
+			t.Errorf("the ServiceMonitor's scheme %q with TLS %v", scheme, tls)
+		}
+		if _, ok := ep["bearerTokenFile"]; delegates && !ok && ep["authorization"] == nil {
+			t.Errorf("/metrics needs a token with delegation, the ServiceMonitor sends none: %v", ep)
+		}
+	}
+
+	// Namespaces: each namespaced object in the variant's (or none, for
+	// kubectl -n and helm to set).
+	for _, o := range s.all {
+		if ns := o.GetNamespace(); ns != "" && ns != v.namespace {
+			t.Errorf("%s %s in namespace %s, want %s", o.GetKind(), o.GetName(), ns, v.namespace)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestDelegatedAuth runs what the manifests configure for authentication
+// and authorization: eventsd with the flags and the webhook kubeconfig of
+// the mirror base and of the chart's defaults (its server, CA and token
+// file pointed at a real kube-apiserver instead of the pod's), its
+// ServiceAccount bound as the manifests bind it (applied for real), and
+// checks that kube-apiserver's users get what its RBAC gives them: a
+// reader lists events, a user without a role gets 403, no token 401, and
+// a write is allowed only to whom RBAC allows it.
+func TestDelegatedAuth(t *testing.T) {
+	ctx := context.Background()
+	renders := []variant{kustomizeVariants(t)[0]}
+	if helmbin.Cached() {
+		for _, v := range chartRenders(t) {
+			if v.name == "helm/defaults" {
+				renders = append(renders, v)
+			}
+		}
+	} else {
+		t.Log("helm is not built: the chart's delegation is not run here (TestChart says how to build helm)")
+	}
+	users := []kubeapiserver.User{{Name: "reader"}, {Name: "nobody"}}
+	for _, v := range renders {
+		users = append(users, kubeapiserver.User{Name: "system:serviceaccount:" + v.namespace + ":eventsd"})
+	}
+	kas := kubeapiserver.Start(t, kubeapiserver.Options{Users: users})
+	kc := kas.Kubeconfig()
+	reader := `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: events-reader}
+rules: [{apiGroups: [""], resources: [events], verbs: [get, list, watch]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: events-reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: events-reader}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: reader}]
+`
+	if r := kubectl(t, strings.NewReader(reader), kc, "apply", "-f", "-"); r.Err != nil {
+		t.Fatalf("%v\n%s", r.Err, r.Stderr)
+	}
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, kas.CA(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, v := range renders {
+		t.Run(v.name, func(t *testing.T) {
+			s := set{all: objects(t, v.manifests)}
+			// The delegation's binding, for real.
+			for _, o := range s.ofKind("ClusterRoleBinding") {
+				if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ref != "system:auth-delegator" {
+					continue
+				}
+				b, err := o.MarshalJSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r := kubectl(t, bytes.NewReader(b), kc, "apply", "-f", "-"); r.Err != nil {
+					t.Fatalf("%v\n%s", r.Err, r.Stderr)
+				}
+			}
+			var pod corev1.PodTemplateSpec
+			for _, o := range append(s.ofKind("StatefulSet"), s.ofKind("Deployment")...) {
+				tmpl, _, _ := unstructured.NestedMap(o.Object, "spec", "template")
+				pod = *typed[corev1.PodTemplateSpec](t, &unstructured.Unstructured{Object: tmpl})
+			}
+			// The pod's view of its cluster, pointed at this one.
+			const podCA, podToken, podServer = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "/var/run/secrets/kubernetes.io/serviceaccount/token", "https://kubernetes.default.svc:443/"
+			saToken := filepath.Join(t.TempDir(), "token")
+			if err := os.WriteFile(saToken, []byte(kas.Token("system:serviceaccount:"+v.namespace+":eventsd")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			configMaps := map[string]string{}
+			for _, cm := range s.ofKind("ConfigMap") {
+				data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+				for k, d := range data {
+					configMaps[k] = d
+				}
+			}
+			var args []string
+			for _, a := range pod.Spec.Containers[0].Args {
+				name, value, _ := strings.Cut(a, "=")
+				switch name {
+				case "--authentication-token-webhook-config-file", "--authorization-webhook-config-file":
+					kubeconfig, ok := configMaps[path.Base(value)]
+					for _, s := range []string{podCA, podToken, podServer} {
+						if !ok || !strings.Contains(kubeconfig, s) {
+							t.Fatalf("%s: the webhook kubeconfig does not name %s:\n%s", a, s, kubeconfig)
+						}
+					}
+					kubeconfig = strings.NewReplacer(podCA, caFile, podToken, saToken, podServer, kas.URL()+"/").Replace(kubeconfig)
+					file := filepath.Join(t.TempDir(), path.Base(value))
+					if err := os.WriteFile(file, []byte(kubeconfig), 0o600); err != nil {
+						t.Fatal(err)
+					}
+					args = append(args, name+"="+file)
+				case "--authorization-mode":
+					args = append(args, a)
+					if value != "Webhook" {
+						t.Fatalf("%s", a)
+					}
+				}
+			}
+			if len(args) != 3 {
+				t.Fatalf("the delegation's flags: %v", args)
+			}
+			ev := eventsdtest.Start(t, eventsdtest.Options{Args: args})
+
+			client := func(user string) *rest.Config {
+				c := ev.RESTConfig()
+				if user != "" {
+					c.BearerToken = kas.Token(user)
+				}
+				return c
+			}
+			cs := func(user string) kubernetes.Interface {
+				c, err := kubernetes.NewForConfig(client(user))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return c
+			}
+			ev1 := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web-1.a", Namespace: "default"},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-1"}, Reason: "Started", Type: corev1.EventTypeNormal}
+			if _, err := cs("reader").CoreV1().Events("default").Create(ctx, ev1, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+				t.Errorf("a create by a reader: %v, want 403", err)
+			}
+			if _, err := cs(kubeapiserver.AdminUser).CoreV1().Events("default").Create(ctx, ev1, metav1.CreateOptions{}); err != nil {
+				t.Errorf("a create by kube-apiserver's admin: %v", err)
+			}
+			if l, err := cs("reader").CoreV1().Events("").List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 1 {
+				t.Errorf("a list by a reader: %v, %v; want the admin's event", err, l)
+			}
+			if _, err := cs("nobody").CoreV1().Events("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+				t.Errorf("a list by a user without a role: %v, want 403", err)
+			}
+			if _, err := cs("").CoreV1().Events("default").List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
+				t.Errorf("a list without a token: %v, want 401", err)
+			}
+			if _, err := kubernetes.NewForConfigOrDie(&rest.Config{Host: ev.URL, BearerToken: "not-a-token"}).CoreV1().Events("").List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
+				t.Errorf("a list with a token kube-apiserver does not know: %v, want 401", err)
+			}
+		})
+	}
+}
