@@ -38,6 +38,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kubevents/kubevents/export/exportconfig"
 	"github.com/kubevents/kubevents/internal/eventsdtest"
@@ -287,15 +288,20 @@ func dryRun(t *testing.T, variants []variant) {
 
 	for _, v := range variants {
 		t.Run(v.name+"/dry-run", func(t *testing.T) {
-			r := kubectl(t, bytes.NewReader(v.manifests), kc, "apply", "--dry-run=server", "--namespace", v.namespace, "-f", "-")
-			if r.Err != nil {
-				t.Fatalf("kubectl apply --dry-run=server: %v\n%s\n%s", r.Err, r.Stderr, r.Stdout)
-			}
-			if strings.Contains(r.Stderr, "Warning") {
-				t.Errorf("kubectl apply --dry-run=server warned:\n%s", r.Stderr)
-			}
-			if n := strings.Count(r.Stdout, "(server dry run)"); n != len(objects(t, v.manifests)) {
-				t.Errorf("%d objects dry-run, want %d:\n%s", n, len(objects(t, v.manifests)), r.Stdout)
+			// kubectl refuses an object of another namespace than
+			// --namespace's (the aggregated set-up's RoleBinding in
+			// kube-system): those go in a second apply of their own.
+			for ns, manifests := range byNamespace(t, v.manifests, v.namespace) {
+				r := kubectl(t, bytes.NewReader(manifests), kc, "apply", "--dry-run=server", "--namespace", ns, "-f", "-")
+				if r.Err != nil {
+					t.Fatalf("kubectl apply --dry-run=server: %v\n%s\n%s", r.Err, r.Stderr, r.Stdout)
+				}
+				if strings.Contains(r.Stderr, "Warning") {
+					t.Errorf("kubectl apply --dry-run=server warned:\n%s", r.Stderr)
+				}
+				if n := strings.Count(r.Stdout, "(server dry run)"); n != len(objects(t, manifests)) {
+					t.Errorf("%d objects dry-run in %s, want %d:\n%s", n, ns, len(objects(t, manifests)), r.Stdout)
+				}
 			}
 		})
 	}
@@ -314,6 +320,25 @@ func kubectl(t *testing.T, stdin io.Reader, kubeconfig string, args ...string) e
 		return eventsdtest.KubectlResult{Stdout: out.String(), Stderr: errb.String(), Err: err}
 	}
 	return eventsdtest.RunKubectl(ctx, t, kubeconfig, stdin, args...)
+}
+
+// byNamespace splits manifests into the objects of each namespace as
+// YAML streams, those without one in def's.
+func byNamespace(t *testing.T, manifests []byte, def string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, o := range objects(t, manifests) {
+		ns := o.GetNamespace()
+		if ns == "" {
+			ns = def
+		}
+		b, err := sigsyaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[ns] = append(append(out[ns], "---\n"...), b...)
+	}
+	return out
 }
 
 // objects splits a YAML stream into its objects.
@@ -550,8 +575,10 @@ func checkVariant(t *testing.T, v variant) {
 			}
 		}
 	}
-	_, delegates := flagValue(args, "authentication-token-webhook-config-file")
-	if delegates {
+	_, webhooks := flagValue(args, "authentication-token-webhook-config-file")
+	aggregated := len(s.ofKind("APIService")) > 0
+	delegates := webhooks || aggregated
+	if webhooks {
 		if mode, _ := flagValue(args, "authorization-mode"); mode != "Webhook" {
 			t.Errorf("authentication is delegated but --authorization-mode=%q", mode)
 		}
@@ -577,7 +604,13 @@ func checkVariant(t *testing.T, v variant) {
 		}
 		bound[b.RoleRef.Name] = true
 	}
-	roles := s.ofKind("ClusterRole")
+	var roles []*unstructured.Unstructured
+	for _, r := range s.ofKind("ClusterRole") {
+		if aggregated && r.GetName() == eventsReaderRole {
+			continue
+		}
+		roles = append(roles, r)
+	}
 	switch {
 	case mirrors:
 		if len(roles) != 1 {
@@ -599,7 +632,9 @@ func checkVariant(t *testing.T, v variant) {
 	if len(bound) != len(s.ofKind("ClusterRoleBinding")) || len(bound) != btoi(mirrors)+btoi(delegates) {
 		t.Errorf("ClusterRoleBindings to %v with mirror %v and delegation %v", bound, mirrors, delegates)
 	}
-	if len(s.ofKind("Role"))+len(s.ofKind("RoleBinding")) != 0 {
+	if aggregated {
+		checkAggregated(t, v, s, args, saName)
+	} else if len(s.ofKind("Role"))+len(s.ofKind("RoleBinding")) != 0 {
 		t.Error("Roles or RoleBindings: eventsd needs none")
 	}
 	token := pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken
@@ -655,8 +690,76 @@ func checkVariant(t *testing.T, v variant) {
 	// Namespaces: each namespaced object in the variant's (or none, for
 	// kubectl -n and helm to set).
 	for _, o := range s.all {
+		if aggregated && o.GetKind() == "RoleBinding" && o.GetNamespace() == "kube-system" {
+			continue // checkAggregated's
+		}
 		if ns := o.GetNamespace(); ns != "" && ns != v.namespace {
 			t.Errorf("%s %s in namespace %s, want %s", o.GetKind(), o.GetName(), ns, v.namespace)
+		}
+	}
+}
+
+// eventsReaderRole is the aggregated set-up's ClusterRole for reading
+// eventsd's group.
+const eventsReaderRole = "kubevents:events-reader"
+
+// checkAggregated checks the aggregated set-up of a variant with an
+// APIService: eventsd's group registered for the variant's Service over
+// HTTPS, eventsd delegating to the cluster in-cluster (front proxy,
+// TokenReview, SubjectAccessReview), its ServiceAccount bound to read the
+// front proxy's settings in kube-system, and a ClusterRole reading the
+// group's events, aggregated into view, edit and admin.
+func checkAggregated(t *testing.T, v variant, s set, args []string, saName string) {
+	t.Helper()
+	for flag, want := range map[string]string{"authentication-kubeconfig": "in-cluster", "authorization-kubeconfig": "in-cluster", "authorization-mode": "Webhook"} {
+		if got, _ := flagValue(args, flag); got != want {
+			t.Errorf("aggregated: --%s=%q, want %q", flag, got, want)
+		}
+	}
+	if _, tls := flagValue(args, "tls-cert-file"); !tls {
+		t.Error("aggregated without HTTPS: the front proxy's client certificate needs TLS")
+	}
+	apis := s.ofKind("APIService")
+	svcs := s.ofKind("Service")
+	if len(apis) != 1 || len(svcs) != 1 {
+		t.Fatalf("%d APIServices and %d Services, want one of each", len(apis), len(svcs))
+	}
+	group, _, _ := unstructured.NestedString(apis[0].Object, "spec", "group")
+	version, _, _ := unstructured.NestedString(apis[0].Object, "spec", "version")
+	svcName, _, _ := unstructured.NestedString(apis[0].Object, "spec", "service", "name")
+	svcNS, _, _ := unstructured.NestedString(apis[0].Object, "spec", "service", "namespace")
+	// Numbers decode as float64 from YAML through JSON.
+	portField, _, _ := unstructured.NestedFieldNoCopy(apis[0].Object, "spec", "service", "port")
+	port := fmt.Sprint(portField)
+	svc := typed[corev1.Service](t, svcs[0])
+	if apis[0].GetName() != "v1.events.kubevents.io" || group != "events.kubevents.io" || version != "v1" ||
+		svcName != svc.Name || svcNS != v.namespace || len(svc.Spec.Ports) != 1 || port != fmt.Sprint(svc.Spec.Ports[0].Port) {
+		t.Errorf("APIService %s: %s/%s for service %s/%s:%s, want events.kubevents.io/v1 for %s/%s:%v",
+			apis[0].GetName(), group, version, svcNS, svcName, port, v.namespace, svc.Name, svc.Spec.Ports)
+	}
+	rbs := s.ofKind("RoleBinding")
+	if len(rbs) != 1 {
+		t.Fatalf("%d RoleBindings, want the one in kube-system", len(rbs))
+	}
+	rb := typed[rbacv1.RoleBinding](t, rbs[0])
+	if rb.Namespace != "kube-system" || rb.RoleRef.Kind != "Role" || rb.RoleRef.Name != "extension-apiserver-authentication-reader" ||
+		len(rb.Subjects) != 1 || rb.Subjects[0].Name != saName || rb.Subjects[0].Namespace != v.namespace {
+		t.Errorf("RoleBinding %s/%s to %+v for %+v, want kube-system's extension-apiserver-authentication-reader for %s/%s",
+			rb.Namespace, rb.Name, rb.RoleRef, rb.Subjects, v.namespace, saName)
+	}
+	var reader *rbacv1.ClusterRole
+	for _, o := range s.ofKind("ClusterRole") {
+		if o.GetName() == eventsReaderRole {
+			reader = typed[rbacv1.ClusterRole](t, o)
+		}
+	}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{"events.kubevents.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}}}
+	if reader == nil || fmt.Sprint(reader.Rules) != fmt.Sprint(want) {
+		t.Fatalf("ClusterRole %s: %+v, want exactly %v", eventsReaderRole, reader, want)
+	}
+	for _, r := range []string{"view", "edit", "admin"} {
+		if reader.Labels["rbac.authorization.k8s.io/aggregate-to-"+r] != "true" {
+			t.Errorf("ClusterRole %s is not aggregated into %s", eventsReaderRole, r)
 		}
 	}
 }

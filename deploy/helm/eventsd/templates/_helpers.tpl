@@ -150,7 +150,11 @@ spec:
         {{- if .Values.export.sinks }}
         - --export-config=/etc/eventsd/export.yaml
         {{- end }}
-        {{- if .Values.auth.delegate }}
+        {{- if .Values.aggregation.enabled }}
+        - --authentication-kubeconfig=in-cluster
+        - --authorization-mode=Webhook
+        - --authorization-kubeconfig=in-cluster
+        {{- else if .Values.auth.delegate }}
         - --authentication-token-webhook-config-file=/etc/eventsd/tokenreview-kubeconfig.yaml
         - --authorization-mode=Webhook
         - --authorization-webhook-config-file=/etc/eventsd/subjectaccessreview-kubeconfig.yaml
