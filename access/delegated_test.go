@@ -2,15 +2,9 @@ package access
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,54 +18,38 @@ import (
 	"go.uber.org/goleak"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/server/options"
+
+	"github.com/kubevents/kubevents/internal/testpki"
 )
 
-// testCA is a certificate authority for tests.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
+// testCA is a certificate authority for tests, failing the test on errors.
+type testCA struct{ *testpki.CA }
 
-func newTestCA(t *testing.T, name string) *testCA {
+func newTestCA(t *testing.T, name string) testCA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testpki.NewCA(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return testCA{ca}
 }
 
 // client issues a client certificate with this common name and
 // organizations.
-func (ca *testCA) client(t *testing.T, cn string, orgs ...string) *x509.Certificate {
+func (ca testCA) client(t *testing.T, cn string, orgs ...string) *x509.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	kp, err := ca.Issue(testpki.LeafOptions{CommonName: cn, Organizations: orgs, ExtKeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn, Organization: orgs},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return cert
+	return kp.Cert
 }
 
-func (ca *testCA) write(t *testing.T, path string) string {
+// write writes the CA's certificate to dir/base.crt and returns the path.
+func (ca testCA) write(t *testing.T, dir, base string) string {
 	t.Helper()
-	if err := os.WriteFile(path, ca.pem, 0o600); err != nil {
+	path, err := ca.WriteFile(dir, base)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -109,7 +87,7 @@ func TestFrontProxyFromFlags(t *testing.T) {
 	dir := t.TempDir()
 	proxyCA, otherCA := newTestCA(t, "front-proxy-ca"), newTestCA(t, "other-ca")
 	rh := DefaultRequestHeader()
-	rh.ClientCAFile = proxyCA.write(t, filepath.Join(dir, "front-proxy-ca.crt"))
+	rh.ClientCAFile = proxyCA.write(t, dir, "front-proxy-ca")
 	rh.AllowedNames = []string{"front-proxy-client"}
 	b, err := Build(Options{RequestHeader: rh, AuthorizationModes: []string{ModeAlwaysDeny}})
 	if err != nil {
@@ -182,9 +160,9 @@ func TestClientCertificates(t *testing.T) {
 	}
 }
 
-func clientCAFile(t *testing.T, ca *testCA) (o options.ClientCertAuthenticationOptions) {
+func clientCAFile(t *testing.T, ca testCA) (o options.ClientCertAuthenticationOptions) {
 	t.Helper()
-	o.ClientCA = ca.write(t, filepath.Join(t.TempDir(), "client-ca.crt"))
+	o.ClientCA = ca.write(t, t.TempDir(), "client-ca")
 	return o
 }
 
@@ -196,7 +174,7 @@ func TestRunFollowsTheCAFile(t *testing.T) {
 	dir := t.TempDir()
 	oldCA, newCA := newTestCA(t, "old"), newTestCA(t, "new")
 	rh := DefaultRequestHeader()
-	rh.ClientCAFile = oldCA.write(t, filepath.Join(dir, "ca.crt"))
+	rh.ClientCAFile = oldCA.write(t, dir, "ca")
 	b, err := Build(Options{RequestHeader: rh})
 	if err != nil {
 		t.Fatal(err)
@@ -211,8 +189,7 @@ func TestRunFollowsTheCAFile(t *testing.T) {
 	if _, _, _, ok, err := authenticate(t, b.FrontProxy, tlsRequest(oldCA.client(t, "proxy"), headers)); !ok {
 		t.Fatalf("the old CA's proxy: %v", err)
 	}
-	newCA.write(t, filepath.Join(dir, "ca.tmp"))
-	if err := os.Rename(filepath.Join(dir, "ca.tmp"), rh.ClientCAFile); err != nil {
+	if err := os.Rename(newCA.write(t, dir, "ca-new"), rh.ClientCAFile); err != nil {
 		t.Fatal(err)
 	}
 	cert := newCA.client(t, "proxy")
@@ -286,7 +263,7 @@ func TestDelegationErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	rh := DefaultRequestHeader()
-	rh.ClientCAFile = newTestCA(t, "ca").write(t, filepath.Join(dir, "ca.crt"))
+	rh.ClientCAFile = newTestCA(t, "ca").write(t, dir, "ca")
 	for _, c := range []struct {
 		o    Options
 		want string

@@ -2,97 +2,17 @@ package otlp_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/kubevents/kubevents/export"
 	"github.com/kubevents/kubevents/export/otlp"
 	"github.com/kubevents/kubevents/export/otlp/otlptest"
+	"github.com/kubevents/kubevents/internal/testpki"
 )
-
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: name},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns a leaf certificate and key (PEM) for the given usage.
-func (ca *testCA) issue(t *testing.T, serial int64, usage x509.ExtKeyUsage, ips []net.IP, dns []string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: "leaf"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-		IPAddresses:  ips,
-		DNSNames:     dns,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
-
-// writeFile writes b into dir/name and returns its path.
-func writeFile(t *testing.T, dir, name string, b []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // tlsFixture is a receiver requiring client certificates, and the files
 // a sink needs to reach it.
@@ -104,29 +24,41 @@ type tlsFixture struct {
 
 func newTLSFixture(t *testing.T) *tlsFixture {
 	t.Helper()
-	ca := newTestCA(t, "kubevents test CA")
-	serverCert, serverKey := ca.issue(t, 2, x509.ExtKeyUsageServerAuth, []net.IP{net.ParseIP("127.0.0.1")}, []string{"collector.test"})
-	clientCert, clientKey := ca.issue(t, 3, x509.ExtKeyUsageClientAuth, nil, nil)
-	pair, err := tls.X509KeyPair(serverCert, serverKey)
+	ca, err := testpki.NewCA("kubevents test CA")
 	if err != nil {
 		t.Fatal(err)
 	}
-	clients := x509.NewCertPool()
-	clients.AddCert(ca.cert)
+	other, err := testpki.NewCA("other CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ca.Issue(testpki.LeafOptions{CommonName: "collector", DNSNames: []string{"collector.test"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ca.Issue(testpki.LeafOptions{CommonName: "kubevents-export", ExtKeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := otlptest.Start(t, otlptest.Options{TLS: &tls.Config{
-		Certificates: []tls.Certificate{pair},
+		Certificates: []tls.Certificate{server.TLS},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    clients,
+		ClientCAs:    ca.Pool(),
 		MinVersion:   tls.VersionTLS12,
 	}})
 	dir := t.TempDir()
-	return &tlsFixture{
-		r:           r,
-		caFile:      writeFile(t, dir, "ca.pem", ca.pem),
-		certFile:    writeFile(t, dir, "client.pem", clientCert),
-		keyFile:     writeFile(t, dir, "client-key.pem", clientKey),
-		otherCAFile: writeFile(t, dir, "other-ca.pem", newTestCA(t, "other CA").pem),
+	f := &tlsFixture{r: r}
+	if f.caFile, err = ca.WriteFile(dir, "ca"); err != nil {
+		t.Fatal(err)
 	}
+	if f.otherCAFile, err = other.WriteFile(dir, "other-ca"); err != nil {
+		t.Fatal(err)
+	}
+	if f.certFile, f.keyFile, err = client.WriteFiles(dir, "client"); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func TestSendTLS(t *testing.T) {

@@ -3,17 +3,11 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -30,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubevents/kubevents/internal/eventsdtest"
+	"github.com/kubevents/kubevents/internal/testpki"
 )
 
 const (
@@ -208,49 +203,28 @@ func TestAuthToken(t *testing.T) {
 	}
 }
 
-// cgSelfSigned writes a self-signed certificate for 127.0.0.1 and its key,
-// returning their paths and the certificate PEM.
-func cgSelfSigned(t *testing.T) (certFile, keyFile string, certPEM []byte) {
+// cgServingCert writes a serving certificate for 127.0.0.1 and dnsNames
+// and its key, signed by a new CA, returning their paths and the CA's PEM.
+func cgServingCert(t *testing.T, dnsNames ...string) (certFile, keyFile string, caPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testpki.NewCA("eventsd-e2e-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: "eventsd-e2e"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:              []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	kp, err := ca.Issue(testpki.LeafOptions{CommonName: "eventsd-e2e", DNSNames: dnsNames,
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
+	if certFile, keyFile, err = kp.WriteFiles(t.TempDir(), "tls"); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile, certPEM
+	return certFile, keyFile, ca.CertPEM
 }
 
 func TestTLSServing(t *testing.T) {
 	t.Parallel()
-	certFile, keyFile, certPEM := cgSelfSigned(t)
+	certFile, keyFile, caPEM := cgServingCert(t, "localhost")
 	p := eventsdtest.Start(t, eventsdtest.Options{Args: []string{
 		"--tls-cert-file", certFile, "--tls-private-key-file", keyFile, "--token-auth-file", cgTokenFile(t),
 	}})
@@ -259,7 +233,7 @@ func TestTLSServing(t *testing.T) {
 	}
 	ctx := cgCtx(t)
 	cfg := &rest.Config{Host: p.URL, QPS: -1, Timeout: 30 * time.Second, BearerToken: cgToken,
-		TLSClientConfig: rest.TLSClientConfig{CAData: certPEM}}
+		TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
 	cs := cgClientset(t, cfg)
 	l, err := cs.CoreV1().Events("tls").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -290,7 +264,7 @@ func TestTLSServing(t *testing.T) {
 	}
 	// The health checks are served over TLS too, without a token.
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(certPEM)
+	pool.AppendCertsFromPEM(caPEM)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	if r := cgGetWithAuth(t, client, "GET", p.URL+"/readyz", ""); r.code != 200 {
 		t.Errorf("https /readyz: %d %s", r.code, r.body)

@@ -72,7 +72,7 @@ func azClient(t *testing.T, p *eventsdtest.Process, token string) kubernetes.Int
 // with args.
 func azStart(t *testing.T, args ...string) *eventsdtest.Process {
 	t.Helper()
-	cert, key, _ := cgSelfSigned(t)
+	cert, key, _ := cgServingCert(t, "localhost")
 	return eventsdtest.Start(t, eventsdtest.Options{Args: append([]string{"--tls-cert-file", cert, "--tls-private-key-file", key}, args...)})
 }
 
