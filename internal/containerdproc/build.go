@@ -70,8 +70,8 @@ var built struct {
 // Build returns the build of tools/containerd in the user cache directory
 // (buildcache: one build per sources and toolchain, one builder at a time
 // across processes), building it first when there is none: a first build
-// takes minutes (`go run ./cmd/devcluster --build-only` does it ahead of
-// the tests in .ci/run). Once per process.
+// takes minutes (`go run ./cmd/devcontainerd --build-only` does it
+// ahead of the tests in .ci/run). Once per process.
 func Build() (Binaries, error) {
 	built.once.Do(func() { built.bin, built.err = buildCached() })
 	return built.bin, built.err

@@ -6,7 +6,7 @@ import (
 )
 
 // BuildCommand builds and caches containerd ahead of the tests.
-const BuildCommand = "go run ./internal/containerdproc/build"
+const BuildCommand = "go run ./cmd/devcontainerd --build-only"
 
 // StartTest starts a containerd for a test and stops it, with everything
 // it made, when the test ends (failing the test if something was left).
