@@ -42,6 +42,8 @@ type options struct {
 	crashloop  bool
 	run        time.Duration
 	maxBackoff time.Duration
+	pods       int
+	containers int
 }
 
 func newCommand(out io.Writer) *cobra.Command {
@@ -67,6 +69,8 @@ made. It needs root, overlayfs, cgroups, runc and busybox-static.`,
 	f.BoolVar(&o.crashloop, "crashloop", false, "Run pod default/crash with a container that keeps exiting 1, restarted as the kubelet would.")
 	f.DurationVar(&o.run, "run", 500*time.Millisecond, "How long each attempt of the crashlooping container runs before it exits 1.")
 	f.DurationVar(&o.maxBackoff, "max-backoff", 10*time.Second, "Longest back-off between attempts (the kubelet's is 5 minutes).")
+	f.IntVar(&o.pods, "pods", 0, "Also run this many pods default/steady-N of --containers containers that sleep (a node at rest, for plegbench).")
+	f.IntVar(&o.containers, "containers", 5, "Containers in each --pods pod.")
 	return cmd
 }
 
@@ -100,8 +104,13 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "containerd %s ready on %s\n  nodeagent --runtime-endpoint %s --server http://127.0.0.1:8080\n  %s --runtime-endpoint %s ps -a\n",
-		c.Version(), c.Socket(), c.Endpoint(), b.Crictl(), c.Endpoint())
+	fmt.Fprintf(out, "containerd %s ready on %s (pid %d)\n  nodeagent --runtime-endpoint %s --server http://127.0.0.1:8080\n  %s --runtime-endpoint %s ps -a\n",
+		c.Version(), c.Socket(), c.PID(), c.Endpoint(), b.Crictl(), c.Endpoint())
+	if o.pods > 0 {
+		if err := steadyPods(ctx, c, o, out); err != nil {
+			return err
+		}
+	}
 	if o.crashloop {
 		if err := crashloop(ctx, c, o, out); err != nil && ctx.Err() == nil {
 			return err
@@ -166,4 +175,28 @@ func waitExited(ctx context.Context, rt runtimeapi.RuntimeServiceClient, id stri
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// steadyPods runs o.pods pods of o.containers sleeping containers.
+func steadyPods(ctx context.Context, c *containerdproc.Containerd, o options, out io.Writer) error {
+	rt, closeRT, err := c.Dial()
+	if err != nil {
+		return err
+	}
+	defer closeRT()
+	t0 := time.Now()
+	for i := range o.pods {
+		name := fmt.Sprintf("steady-%d", i)
+		pod, err := c.RunPod(ctx, rt, "uid-"+name, "default", name)
+		if err != nil {
+			return err
+		}
+		for j := range o.containers {
+			if _, err := pod.StartContainer(ctx, rt, fmt.Sprintf("c%d", j), 0, "exec sleep 2147483647"); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Fprintf(out, "%d pods of %d sleeping containers running (%v)\n", o.pods, o.containers, time.Since(t0).Round(time.Second))
+	return nil
 }

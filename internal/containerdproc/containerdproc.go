@@ -260,6 +260,14 @@ func (c *Containerd) start() error {
 	}
 }
 
+// PID is the containerd process's ID, 0 when it does not run.
+func (c *Containerd) PID() int {
+	if !c.Running() {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
 // Running reports whether the containerd process runs.
 func (c *Containerd) Running() bool {
 	if c.cmd == nil {
