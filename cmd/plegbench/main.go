@@ -16,12 +16,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -382,6 +384,7 @@ func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi
 	start := time.Now()
 	changes := 0
 	var stopped *runtimeapi.Container
+	var stoppedAt int // its index in victims, where its replacement goes
 	for time.Since(start) < o.churn {
 		// About one change a second, at a random phase: a fixed period
 		// would lock onto the generic PLEG's relists and bias its latency.
@@ -391,7 +394,8 @@ func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi
 		case <-time.After(500*time.Millisecond + rand.N(time.Second)):
 		}
 		if stopped == nil {
-			c := victims[changes%len(victims)]
+			stoppedAt = changes % len(victims)
+			c := victims[stoppedAt]
 			mu.Lock()
 			pending[key{pleg.ContainerDied, c.Id}] = time.Now()
 			mu.Unlock()
@@ -400,16 +404,17 @@ func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi
 			}
 			stopped = c
 		} else {
-			if _, err := cri.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: stopped.Id}); err != nil {
-				return err
-			}
 			md := stopped.Metadata
 			req := &runtimeapi.CreateContainerRequest{PodSandboxId: stopped.PodSandboxId,
 				Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: md.Name, Attempt: md.Attempt + 1}}}
 			if o.command != "" {
+				// Before the removal: it reads the container's status.
 				if err := asReplacement(ctx, cri, stopped, o.command, req); err != nil {
 					return err
 				}
+			}
+			if _, err := cri.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: stopped.Id}); err != nil {
+				return err
 			}
 			resp, err := cri.CreateContainer(ctx, req)
 			if err != nil {
@@ -421,7 +426,7 @@ func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi
 			if _, err := cri.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err != nil {
 				return err
 			}
-			victims[changes%len(victims)] = &runtimeapi.Container{Id: resp.ContainerId, PodSandboxId: stopped.PodSandboxId,
+			victims[stoppedAt] = &runtimeapi.Container{Id: resp.ContainerId, PodSandboxId: stopped.PodSandboxId,
 				Metadata: &runtimeapi.ContainerMetadata{Name: md.Name, Attempt: md.Attempt + 1}, Image: stopped.Image, Labels: stopped.Labels}
 			stopped = nil
 		}
@@ -475,7 +480,7 @@ func changedAt(ev *pleg.PodLifecycleEvent, id string) int64 {
 // one it replaces: its image and labels, running command, with its
 // sandbox's metadata, labels and network mode as the sandbox config.
 func asReplacement(ctx context.Context, cri runtimeapi.RuntimeServiceClient, old *runtimeapi.Container, command string, req *runtimeapi.CreateContainerRequest) error {
-	st, err := cri.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: old.Id})
+	st, err := cri.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: old.Id, Verbose: true})
 	if err != nil && old.Image == nil {
 		return fmt.Errorf("status of the container replaced: %w", err)
 	}
@@ -492,9 +497,28 @@ func asReplacement(ctx context.Context, cri runtimeapi.RuntimeServiceClient, old
 	req.Config.Command = []string{"/bin/sh", "-c", command}
 	req.Config.Linux = &runtimeapi.LinuxContainerConfig{}
 	req.SandboxConfig = &runtimeapi.PodSandboxConfig{Metadata: sb.Status.Metadata, Labels: sb.Status.Labels,
-		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
-			NamespaceOptions: sb.Status.GetLinux().GetNamespaces().GetOptions()}}}
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: cgroupParent(st.GetInfo()),
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: sb.Status.GetLinux().GetNamespaces().GetOptions()}}}
 	return nil
+}
+
+// cgroupParent is the cgroup parent of a container by its verbose
+// status (containerd's info: the OCI spec's cgroupsPath, PARENT/ID under
+// cgroupfs), so that its replacement goes where the pod's containers are
+// (and where whoever made the pod cleans up); "" when it is not there.
+func cgroupParent(info map[string]string) string {
+	var v struct {
+		RuntimeSpec struct {
+			Linux struct {
+				CgroupsPath string `json:"cgroupsPath"`
+			} `json:"linux"`
+		} `json:"runtimeSpec"`
+	}
+	if err := json.Unmarshal([]byte(info["info"]), &v); err != nil || v.RuntimeSpec.Linux.CgroupsPath == "" {
+		return ""
+	}
+	return path.Dir(v.RuntimeSpec.Linux.CgroupsPath)
 }
 
 // watchStamping follows the runtime's event stream beside the PLEG and

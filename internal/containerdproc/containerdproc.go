@@ -349,20 +349,24 @@ func (c *Containerd) removeAllPods() error {
 		return err
 	}
 	defer closeRT()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		return fmt.Errorf("containerdproc: listing sandboxes to remove: %w", err)
 	}
 	var errs []error
+	// Each pod in its own time: a busy machine takes seconds per pod, and
+	// what is not removed in time is killed and unmounted by Stop anyway.
 	for _, sb := range resp.Items {
-		if _, err := rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+		pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if _, err := rt.StopPodSandbox(pctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
 			errs = append(errs, fmt.Errorf("stopping sandbox %s: %w", sb.Id, err))
 		}
-		if _, err := rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
+		if _, err := rt.RemovePodSandbox(pctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.Id}); err != nil {
 			errs = append(errs, fmt.Errorf("removing sandbox %s: %w", sb.Id, err))
 		}
+		cancel()
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("containerdproc: %w", errors.Join(errs...))
