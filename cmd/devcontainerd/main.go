@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/internal/containerdproc"
 )
 
@@ -71,6 +72,7 @@ made. It needs root, overlayfs, cgroups, runc and busybox-static.`,
 	f.DurationVar(&o.maxBackoff, "max-backoff", 10*time.Second, "Longest back-off between attempts (the kubelet's is 5 minutes).")
 	f.IntVar(&o.pods, "pods", 0, "Also run this many pods default/steady-N of --containers containers that sleep (a node at rest, for plegbench).")
 	f.IntVar(&o.containers, "containers", 5, "Containers in each --pods pod.")
+	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }
 

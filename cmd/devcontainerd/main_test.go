@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kubevents/kubevents/internal/buildinfo/buildinfotest"
 	"github.com/kubevents/kubevents/internal/containerdproc"
 	"github.com/kubevents/kubevents/internal/syncbuf"
 )
@@ -87,4 +89,10 @@ func TestCrashloop(t *testing.T) {
 		t.Errorf("%s is still there after Ctrl-C: %v", filepath.Dir(sock), err)
 	}
 	t.Logf("%s", out.String())
+}
+
+// TestVersionFlag: devcontainerd --version prints its name and this
+// build's version (internal/buildinfo), and runs nothing.
+func TestVersionFlag(t *testing.T) {
+	buildinfotest.CheckVersionFlag(t, newCommand(io.Discard), "devcontainerd")
 }
