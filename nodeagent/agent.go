@@ -53,6 +53,9 @@ type Config struct {
 	Logger *klog.Logger
 	// Registerer, when set, gets the agent's metrics.
 	Registerer prometheus.Registerer
+	// Resume, when set, is a predecessor's State (Agent.State) to take
+	// over; its Since replaces Since.
+	Resume *State
 }
 
 // Agent records Events from PLEG events.
@@ -76,6 +79,9 @@ type Agent struct {
 	// failures counts the non-zero exits of each pod's containers, by
 	// container name.
 	failures map[types.UID]map[string]int
+	// seriesCodes is the exit code of each pod's containers' Exited
+	// series, by container name: the first non-zero code recorded.
+	seriesCodes map[types.UID]map[string]int32
 }
 
 type containerInfo struct {
@@ -84,6 +90,10 @@ type containerInfo struct {
 	name               string
 	// started and died say what was already handled.
 	started, died bool
+	// resumed: known from a predecessor's state, so its transitions not
+	// yet handled are news whatever their time (they happened while no
+	// agent ran).
+	resumed bool
 }
 
 // New returns an agent reading events, looking pods up in statuses and
@@ -106,9 +116,13 @@ func New(events <-chan *pleg.PodLifecycleEvent, statuses StatusGetter, rec Recor
 			Help: "Kubernetes Events recorded, by reason."}, []string{"reason"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "nodeagent_events_skipped_total",
 			Help: "PLEG events not turned into a Kubernetes Event because the pod or container could not be identified."}, []string{"why"}),
-		containers: map[string]*containerInfo{},
-		sandboxes:  map[string]struct{}{},
-		failures:   map[types.UID]map[string]int{},
+		containers:  map[string]*containerInfo{},
+		sandboxes:   map[string]struct{}{},
+		failures:    map[types.UID]map[string]int{},
+		seriesCodes: map[types.UID]map[string]int32{},
+	}
+	if cfg.Resume != nil {
+		a.resume(cfg.Resume)
 	}
 	if cfg.Registerer != nil {
 		if err := errors.Join(cfg.Registerer.Register(a.recorded), cfg.Registerer.Register(a.skipped)); err != nil {
@@ -147,6 +161,7 @@ func (a *Agent) Handle(ev *pleg.PodLifecycleEvent) {
 		if _, ok := a.sandboxes[id]; ok {
 			delete(a.sandboxes, id)
 			delete(a.failures, ev.ID)
+			delete(a.seriesCodes, ev.ID)
 		}
 		return
 	}
@@ -206,14 +221,14 @@ func (a *Agent) Handle(ev *pleg.PodLifecycleEvent) {
 			a.record(ref, corev1.EventTypeWarning, ReasonExited, ActionObserve, "Container %s exited (exit code unknown)", info.name)
 			return
 		}
-		if cs.FinishedAt != 0 && time.Unix(0, cs.FinishedAt).Before(a.since) {
+		if !info.resumed && cs.FinishedAt != 0 && time.Unix(0, cs.FinishedAt).Before(a.since) {
 			return
 		}
 		if cs.ExitCode == 0 {
 			a.record(ref, corev1.EventTypeNormal, ReasonExited, ActionObserve, "Container %s exited with code 0 (%s)", info.name, reasonOr(cs.Reason, "Completed"))
 			return
 		}
-		a.record(ref, corev1.EventTypeWarning, ReasonExited, ActionObserve, "Container %s exited with code %d (%s)", info.name, cs.ExitCode, reasonOr(cs.Reason, "Error"))
+		a.record(ref, corev1.EventTypeWarning, ReasonExited, a.exitAction(info, cs.ExitCode), "Container %s exited with code %d (%s)", info.name, cs.ExitCode, reasonOr(cs.Reason, "Error"))
 		byName := a.failures[info.pod]
 		if byName == nil {
 			byName = map[string]int{}
@@ -229,6 +244,30 @@ func (a *Agent) Handle(ev *pleg.PodLifecycleEvent) {
 	}
 }
 
+// exitAction is the action of a failed exit's Event: ActionObserve for
+// the code of the container's series (its first failure's), and
+// ActionObserve+"Code"+N for another code, so that an exit with another
+// code (containerd's 255 for a container that exited while it was down,
+// an OOM kill's 137 in a loop of 1s) is an Event of its own: the events
+// recorder folds occurrences that differ only in their note into one
+// series, which would count it as one more "exited with code 1".
+func (a *Agent) exitAction(info *containerInfo, code int32) string {
+	byName := a.seriesCodes[info.pod]
+	if byName == nil {
+		byName = map[string]int32{}
+		a.seriesCodes[info.pod] = byName
+	}
+	first, ok := byName[info.name]
+	if !ok {
+		byName[info.name] = code
+		return ActionObserve
+	}
+	if code == first {
+		return ActionObserve
+	}
+	return fmt.Sprintf("%sCode%d", ActionObserve, code)
+}
+
 // started records a container's start once, unless it started before the
 // agent did.
 func (a *Agent) started(ref *corev1.ObjectReference, info *containerInfo, cs *runtimeapi.ContainerStatus) {
@@ -236,7 +275,7 @@ func (a *Agent) started(ref *corev1.ObjectReference, info *containerInfo, cs *ru
 		return
 	}
 	info.started = true
-	if cs != nil && cs.StartedAt != 0 && time.Unix(0, cs.StartedAt).Before(a.since) {
+	if !info.resumed && cs != nil && cs.StartedAt != 0 && time.Unix(0, cs.StartedAt).Before(a.since) {
 		return
 	}
 	a.record(ref, corev1.EventTypeNormal, ReasonStarted, ActionStart, "Started container %s", info.name)

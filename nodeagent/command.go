@@ -43,6 +43,10 @@ type Options struct {
 	// LiveSeriesCounts writes a series' count as it ages (see
 	// events.WithLiveSeriesCounts); default true.
 	LiveSeriesCounts bool
+	// StateFile, when set, is where the agent leaves its state when it
+	// stops (State) and takes its predecessor's from when it starts, so
+	// that what happened while it was down is recorded, once.
+	StateFile string
 	// Ready, when set, receives the metrics server's address once the
 	// agent runs (for tests that listen on port 0).
 	Ready func(metricsAddr string)
@@ -78,6 +82,7 @@ keeps failing. Repeats become event series, not a flood.`,
 	f.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info, warn or error.")
 	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "How long to write pending event counts on SIGTERM or SIGINT.")
 	f.BoolVar(&o.LiveSeriesCounts, "live-series-counts", true, "Write a repeating event's count as its series ages (at 10 s, then whenever its age doubles, up to every 30 min), not only when it starts, every 30 min and when it ends.")
+	f.StringVar(&o.StateFile, "state-file", "", "File the agent leaves its state in when it stops and resumes from when it starts, so that what happens while it is down (a container completing) is recorded, once; empty: each start records only what happens from then on.")
 	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }
@@ -139,7 +144,13 @@ func Run(ctx context.Context, o Options, stderr io.Writer) error {
 	defer b.Shutdown() // writes the series' pending counts
 	rec := b.NewRecorder(scheme.Scheme, ReportingController)
 	agentLog := log.WithName("agent")
-	agent := New(p.Watch(), p.Cache(), rec, Config{Logger: &agentLog, Registerer: reg})
+	var resume *State
+	if o.StateFile != "" {
+		if resume, err = takeState(o.StateFile); err != nil {
+			return err
+		}
+	}
+	agent := New(p.Watch(), p.Cache(), rec, Config{Logger: &agentLog, Registerer: reg, Resume: resume})
 
 	if o.MetricsAddr != "" {
 		lis, err := net.Listen("tcp", o.MetricsAddr)
@@ -174,6 +185,23 @@ func Run(ctx context.Context, o Options, stderr io.Writer) error {
 	p.Start()
 	agent.Run(ctx)
 	p.Stop()
+	// What the PLEG sent before it stopped is handled, so that the state
+	// left holds it.
+	for drained := false; !drained; {
+		select {
+		case ev := <-p.Watch():
+			agent.Handle(ev)
+		default:
+			drained = true
+		}
+	}
+	if o.StateFile != "" {
+		if err := writeState(o.StateFile, agent.State()); err != nil {
+			log.Error(err, "Writing the agent's state; the next start records only what happens from then on")
+		} else {
+			log.Info("Left the agent's state for the next start", "file", o.StateFile, "containers", len(agent.State().Containers))
+		}
+	}
 	log.Info("Stopping; writing pending event counts")
 	return nil
 }

@@ -2,6 +2,9 @@ package pleg
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -334,4 +337,63 @@ func TestRelistContainerBeforeSandbox(t *testing.T) {
 	default:
 		t.Fatal("no event")
 	}
+}
+
+// TestRelistGroupsBySandbox: a relist puts a container in its sandbox's
+// pod, as the runtime's event stream does (containerd sends a container's
+// events with its sandbox's status), whatever its pod-UID label says;
+// before, a label naming another pod made the relist and the stream
+// disagree on which pod the container belonged to.
+func TestRelistGroupsBySandbox(t *testing.T) {
+	e := newEnv(t, fakecri.Options{})
+	s1 := podP(e)
+	mis := container(e, s1, "mis")
+	must(t, e.rt.StartContainer(mis))
+	// fakecri labels every container as the kubelet does; this runtime
+	// lists mis with another pod's UID, as a container made by another
+	// client of the runtime may be.
+	e.cri = relabel{Runtime: e.cri, id: mis, uid: "other"}
+
+	g := e.generic(0)
+	g.Relist()
+	var got []string
+	for _, ev := range func() []*PodLifecycleEvent {
+		var out []*PodLifecycleEvent
+		for {
+			select {
+			case ev := <-g.Watch():
+				out = append(out, ev)
+			default:
+				return out
+			}
+		}
+	}() {
+		got = append(got, fmt.Sprintf("%s %s(%v)", ev.ID, ev.Type, ev.Data))
+	}
+	sort.Strings(got)
+	if want := []string{"p1 ContainerStarted(mis)", "p1 ContainerStarted(s1)"}; !slices.Equal(got, want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if st, _ := g.Cache().Get("p1"); len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].Id != mis {
+		t.Errorf("pod p1 holds %s, want the container mis", states(st))
+	}
+	if st, _ := g.Cache().Get("other"); st != nil && len(st.ContainerStatuses) != 0 {
+		t.Errorf("pod other holds %s", states(st))
+	}
+}
+
+// relabel lists one container with another pod-UID label.
+type relabel struct {
+	Runtime
+	id, uid string
+}
+
+func (r relabel) ListContainers(ctx context.Context, sandboxID string) ([]*runtimeapi.Container, error) {
+	cs, err := r.Runtime.ListContainers(ctx, sandboxID)
+	for _, c := range cs {
+		if c.Id == r.id {
+			c.Labels = map[string]string{podUIDLabel: r.uid}
+		}
+	}
+	return cs, err
 }

@@ -64,8 +64,21 @@ func listPods(ctx context.Context, rt Runtime) (map[types.UID]*runtimePod, error
 		p.Name, p.Namespace = s.Metadata.Name, s.Metadata.Namespace
 		p.Sandboxes = append(p.Sandboxes, s)
 	}
+	// A container belongs to its sandbox's pod, as the runtime's event
+	// stream reports it (containerd sends a container's events with its
+	// sandbox's status, whatever its labels); the kubelet's pod-UID label
+	// decides only for a container whose sandbox is not listed.
+	sandboxPod := make(map[string]string, len(sandboxes))
+	for _, s := range sandboxes {
+		if s != nil && s.Metadata != nil && s.Metadata.Uid != "" {
+			sandboxPod[s.Id] = s.Metadata.Uid
+		}
+	}
 	for _, c := range containers {
-		uid := c.GetLabels()[podUIDLabel]
+		uid := sandboxPod[c.GetPodSandboxId()]
+		if uid == "" {
+			uid = c.GetLabels()[podUIDLabel]
+		}
 		if uid == "" {
 			continue // not a kubelet-managed container
 		}

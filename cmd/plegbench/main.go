@@ -14,14 +14,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -46,6 +51,11 @@ type options struct {
 	steady   time.Duration
 	churn    time.Duration
 	modes    []string
+	// runtimePID, when set, is the runtime's process: its CPU is measured.
+	runtimePID int
+	// command, when set, is what the churn's new containers run (a real
+	// runtime needs an image and a command; fakecri needs neither).
+	command string
 }
 
 func main() {
@@ -73,6 +83,8 @@ func newCommand() *cobra.Command {
 	f.DurationVar(&o.steady, "steady", 10*time.Minute, "Simulated time of the steady-state measurement, per mode.")
 	f.DurationVar(&o.churn, "churn", 2*time.Minute, "Real time of the changing workload, per mode.")
 	f.StringSliceVar(&o.modes, "modes", []string{"generic", "evented"}, "PLEGs to measure.")
+	f.IntVar(&o.runtimePID, "runtime-pid", 0, "The runtime's process ID, to measure the CPU it spends serving each PLEG (devcontainerd prints containerd's).")
+	f.StringVar(&o.command, "command", "", "For a real runtime (containerd): the shell command the changing workload's new containers run, with the image and labels of the containers they replace (devcontainerd --pods: \"exec sleep 2147483647\").")
 	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }
@@ -114,6 +126,30 @@ func cpu() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// procCPU returns a process's user+system CPU time from /proc (0 when
+// pid is 0 or unreadable).
+func procCPU(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's closing parenthesis: state is 3rd, utime 14th, stime 15th.
+	rest := string(b[bytes.LastIndexByte(b, ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTicks = 100
 
 // plegUnderTest is either PLEG with what the benchmark needs of it.
 type plegUnderTest interface {
@@ -176,14 +212,18 @@ func drainEvents(p plegUnderTest, stop <-chan struct{}, wg *sync.WaitGroup, seen
 }
 
 type result struct {
-	mode                    string
-	containers              int
-	steadyRPCs, steadyCPU   float64 // per simulated minute
-	churnRPCs, churnCPU     float64 // per real minute
-	streams                 int64
-	changes                 int
-	p50, p99, maxL          time.Duration
-	missed, discards, drops float64
+	mode                       string
+	containers                 int
+	steadyRPCs, steadyCPU      float64       // per simulated minute
+	steadyRuntimeCPU           float64       // the runtime's, per simulated minute
+	churnRPCs, churnCPU        float64       // per real minute
+	churnRuntimeCPU            float64       // the runtime's, per real minute
+	stamp50, stamp99           time.Duration // the runtime's own delay, from the change to its event's created_at
+	fromChange50, fromChange99 time.Duration // from the change itself (the status's started_at or finished_at) to the PLEG event
+	streams                    int64
+	changes                    int
+	p50, p99, maxL             time.Duration
+	missed, discards, drops    float64
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
@@ -213,11 +253,22 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		fmt.Fprintf(os.Stderr, "%s done\n", mode)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLEG\tcontainers\tsteady RPC/min\tsteady CPU ms/min\t1/s RPC/min\t1/s CPU ms/min\tchanges\tlatency p50\tp99\tmax\tstreams\tmissed")
+	if o.runtimePID != 0 {
+		fmt.Fprintln(tw, "PLEG\tcontainers\tsteady RPC/min\tsteady CPU ms/min\truntime CPU ms/min\t1/s RPC/min\t1/s CPU ms/min\truntime CPU ms/min\tchanges\tlatency p50\tp99\tmax\tfrom the change p50\tp99\truntime stamping p50\tp99\tstreams\tmissed")
+	} else {
+		fmt.Fprintln(tw, "PLEG\tcontainers\tsteady RPC/min\tsteady CPU ms/min\t1/s RPC/min\t1/s CPU ms/min\tchanges\tlatency p50\tp99\tmax\tstreams\tmissed")
+	}
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%v\t%v\t%v\t%d\t%.0f\n", r.mode, r.containers,
-			r.steadyRPCs, r.steadyCPU, r.churnRPCs, r.churnCPU, r.changes,
-			r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.maxL.Round(10*time.Microsecond), r.streams, r.missed)
+		lat := fmt.Sprintf("%d\t%v\t%v\t%v", r.changes, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.maxL.Round(10*time.Microsecond))
+		if o.runtimePID != 0 {
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.0f\t%.1f\t%.1f\t%.0f\t%s\t%v\t%v\t%v\t%v\t%d\t%.0f\n", r.mode, r.containers,
+				r.steadyRPCs, r.steadyCPU, r.steadyRuntimeCPU, r.churnRPCs, r.churnCPU, r.churnRuntimeCPU, lat,
+				r.fromChange50.Round(time.Millisecond), r.fromChange99.Round(time.Millisecond),
+				r.stamp50.Round(time.Millisecond), r.stamp99.Round(time.Millisecond), r.streams, r.missed)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%d\t%.0f\n", r.mode, r.containers,
+			r.steadyRPCs, r.steadyCPU, r.churnRPCs, r.churnCPU, lat, r.streams, r.missed)
 	}
 	return tw.Flush()
 }
@@ -245,7 +296,7 @@ func steady(ctx context.Context, o options, conn *grpc.ClientConn, mode string, 
 		}
 	}
 	time.Sleep(2 * time.Second) // let replayed events settle
-	unary0, cpu0, n0 := rt.unary.Load(), cpu(), relists(m)
+	unary0, cpu0, rcpu0, n0 := rt.unary.Load(), cpu(), procCPU(o.runtimePID), relists(m)
 	steps := int(o.steady / time.Second)
 	for i := 1; i <= steps; i++ {
 		clk.Step(time.Second)
@@ -264,6 +315,7 @@ func steady(ctx context.Context, o options, conn *grpc.ClientConn, mode string, 
 	minutes := o.steady.Minutes()
 	r.steadyRPCs = float64(rt.unary.Load()-unary0) / minutes
 	r.steadyCPU = float64((cpu() - cpu0).Milliseconds()) / minutes
+	r.steadyRuntimeCPU = float64((procCPU(o.runtimePID) - rcpu0).Milliseconds()) / minutes
 	return nil
 }
 
@@ -282,7 +334,7 @@ func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi
 	}
 	var mu sync.Mutex
 	pending := map[key]time.Time{}
-	var lat []time.Duration
+	var lat, fromChange []time.Duration
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	drainEvents(p, stop, &wg, func(ev *pleg.PodLifecycleEvent) {
@@ -293,6 +345,9 @@ func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi
 		if t0, ok := pending[key{ev.Type, id}]; ok {
 			lat = append(lat, now.Sub(t0))
 			delete(pending, key{ev.Type, id})
+			if at := changedAt(ev, id); at != 0 {
+				fromChange = append(fromChange, now.Sub(time.Unix(0, at)))
+			}
 		}
 	})
 	defer func() { p.Stop(); close(stop); wg.Wait() }()
@@ -320,10 +375,16 @@ func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi
 		return errors.New("the runtime runs no containers: start fakecri with --scenario steady")
 	}
 
-	unary0, cpu0 := rt.unary.Load(), cpu()
+	stamps, stopStamps, err := watchStamping(ctx, cri)
+	if err != nil {
+		return err
+	}
+	defer stopStamps()
+	unary0, cpu0, rcpu0 := rt.unary.Load(), cpu(), procCPU(o.runtimePID)
 	start := time.Now()
 	changes := 0
 	var stopped *runtimeapi.Container
+	var stoppedAt int // its index in victims, where its replacement goes
 	for time.Since(start) < o.churn {
 		// About one change a second, at a random phase: a fixed period
 		// would lock onto the generic PLEG's relists and bias its latency.
@@ -333,21 +394,29 @@ func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi
 		case <-time.After(500*time.Millisecond + rand.N(time.Second)):
 		}
 		if stopped == nil {
-			c := victims[changes%len(victims)]
+			stoppedAt = changes % len(victims)
+			c := victims[stoppedAt]
 			mu.Lock()
 			pending[key{pleg.ContainerDied, c.Id}] = time.Now()
 			mu.Unlock()
-			if _, err := cri.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.Id}); err != nil {
+			if _, err := cri.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.Id, Timeout: 0}); err != nil {
 				return err
 			}
 			stopped = c
 		} else {
+			md := stopped.Metadata
+			req := &runtimeapi.CreateContainerRequest{PodSandboxId: stopped.PodSandboxId,
+				Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: md.Name, Attempt: md.Attempt + 1}}}
+			if o.command != "" {
+				// Before the removal: it reads the container's status.
+				if err := asReplacement(ctx, cri, stopped, o.command, req); err != nil {
+					return err
+				}
+			}
 			if _, err := cri.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: stopped.Id}); err != nil {
 				return err
 			}
-			md := stopped.Metadata
-			resp, err := cri.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: stopped.PodSandboxId,
-				Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: md.Name, Attempt: md.Attempt + 1}}})
+			resp, err := cri.CreateContainer(ctx, req)
 			if err != nil {
 				return err
 			}
@@ -357,8 +426,8 @@ func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi
 			if _, err := cri.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: resp.ContainerId}); err != nil {
 				return err
 			}
-			victims[changes%len(victims)] = &runtimeapi.Container{Id: resp.ContainerId, PodSandboxId: stopped.PodSandboxId,
-				Metadata: &runtimeapi.ContainerMetadata{Name: md.Name, Attempt: md.Attempt + 1}}
+			victims[stoppedAt] = &runtimeapi.Container{Id: resp.ContainerId, PodSandboxId: stopped.PodSandboxId,
+				Metadata: &runtimeapi.ContainerMetadata{Name: md.Name, Attempt: md.Attempt + 1}, Image: stopped.Image, Labels: stopped.Labels}
 			stopped = nil
 		}
 		changes++
@@ -370,6 +439,8 @@ func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi
 	minutes := elapsed.Minutes()
 	r.churnRPCs = float64(rt.unary.Load()-unary0) / minutes
 	r.churnCPU = float64((cpu() - cpu0).Milliseconds()) / minutes
+	r.churnRuntimeCPU = float64((procCPU(o.runtimePID) - rcpu0).Milliseconds()) / minutes
+	r.stamp50, r.stamp99 = stamps()
 	r.streams = rt.streams.Load()
 	r.changes = changes
 	r.missed = value(m.MissedEvents)
@@ -378,6 +449,128 @@ func churn(ctx context.Context, o options, conn *grpc.ClientConn, cri runtimeapi
 	if n := len(lat); n > 0 {
 		r.p50, r.p99, r.maxL = lat[n/2], lat[min(n-1, n*99/100)], lat[n-1]
 	}
+	slices.Sort(fromChange)
+	if n := len(fromChange); n > 0 {
+		r.fromChange50, r.fromChange99 = fromChange[n/2], fromChange[min(n-1, n*99/100)]
+	}
 	mu.Unlock()
 	return nil
+}
+
+// changedAt is when the container of a PLEG event changed, by the
+// runtime's status: started_at for ContainerStarted, finished_at for
+// ContainerDied; 0 when the event carries no status of it.
+func changedAt(ev *pleg.PodLifecycleEvent, id string) int64 {
+	if ev.Status == nil {
+		return 0
+	}
+	for _, c := range ev.Status.ContainerStatuses {
+		if c.GetId() != id {
+			continue
+		}
+		if ev.Type == pleg.ContainerStarted {
+			return c.StartedAt
+		}
+		return c.FinishedAt
+	}
+	return 0
+}
+
+// asReplacement makes req create, on a real runtime, a container like the
+// one it replaces: its image and labels, running command, with its
+// sandbox's metadata, labels and network mode as the sandbox config.
+func asReplacement(ctx context.Context, cri runtimeapi.RuntimeServiceClient, old *runtimeapi.Container, command string, req *runtimeapi.CreateContainerRequest) error {
+	st, err := cri.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: old.Id, Verbose: true})
+	if err != nil && old.Image == nil {
+		return fmt.Errorf("status of the container replaced: %w", err)
+	}
+	image, labels := old.Image, old.Labels
+	if err == nil {
+		image, labels = st.GetStatus().GetImage(), st.GetStatus().GetLabels()
+	}
+	sb, err := cri.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: old.PodSandboxId})
+	if err != nil {
+		return fmt.Errorf("status of its sandbox: %w", err)
+	}
+	req.Config.Image = image
+	req.Config.Labels = labels
+	req.Config.Command = []string{"/bin/sh", "-c", command}
+	req.Config.Linux = &runtimeapi.LinuxContainerConfig{}
+	req.SandboxConfig = &runtimeapi.PodSandboxConfig{Metadata: sb.Status.Metadata, Labels: sb.Status.Labels,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: cgroupParent(st.GetInfo()),
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: sb.Status.GetLinux().GetNamespaces().GetOptions()}}}
+	return nil
+}
+
+// cgroupParent is the cgroup parent of a container by its verbose
+// status (containerd's info: the OCI spec's cgroupsPath, PARENT/ID under
+// cgroupfs), so that its replacement goes where the pod's containers are
+// (and where whoever made the pod cleans up); "" when it is not there.
+func cgroupParent(info map[string]string) string {
+	var v struct {
+		RuntimeSpec struct {
+			Linux struct {
+				CgroupsPath string `json:"cgroupsPath"`
+			} `json:"linux"`
+		} `json:"runtimeSpec"`
+	}
+	if err := json.Unmarshal([]byte(info["info"]), &v); err != nil || v.RuntimeSpec.Linux.CgroupsPath == "" {
+		return ""
+	}
+	return path.Dir(v.RuntimeSpec.Linux.CgroupsPath)
+}
+
+// watchStamping follows the runtime's event stream beside the PLEG and
+// measures the runtime's own delay: from a container's start or finish
+// (its status's started_at or finished_at) to the created_at the runtime
+// stamped its STARTED or STOPPED event with. stats returns its p50 and p99
+// so far; zero when the runtime has no stream.
+func watchStamping(ctx context.Context, cri runtimeapi.RuntimeServiceClient) (stats func() (p50, p99 time.Duration), stop func(), err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	var mu sync.Mutex
+	var delays []time.Duration
+	done := make(chan struct{})
+	s, err := cri.GetContainerEvents(sctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	go func() {
+		defer close(done)
+		for {
+			ev, err := s.Recv()
+			if err != nil {
+				return
+			}
+			for _, c := range ev.ContainersStatuses {
+				if c.Id != ev.ContainerId {
+					continue
+				}
+				var at int64
+				switch ev.ContainerEventType {
+				case runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT:
+					at = c.StartedAt
+				case runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT:
+					at = c.FinishedAt
+				}
+				if at != 0 {
+					mu.Lock()
+					delays = append(delays, time.Duration(ev.CreatedAt-at))
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	stats = func() (time.Duration, time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		d := slices.Clone(delays)
+		slices.Sort(d)
+		if len(d) == 0 {
+			return 0, 0
+		}
+		return d[len(d)/2], d[min(len(d)-1, len(d)*99/100)]
+	}
+	return stats, func() { cancel(); <-done }, nil
 }

@@ -1,0 +1,133 @@
+package containerdproc
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"time"
+)
+
+// links are the commands the image links to /bin/busybox.
+var links = []string{"sh", "sleep", "true", "false", "cat", "echo", "kill"}
+
+// checkStatic fails unless path is a statically linked ELF executable
+// (one that runs in an image with nothing else in it).
+func checkStatic(path string) error {
+	f, err := elf.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s is not an executable: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("%s is dynamically linked", path)
+		}
+	}
+	return nil
+}
+
+// imageArchive is a docker-save archive of Image: one layer holding
+// busybox as /bin/busybox and its links, a config whose default command
+// sleeps (what a sandbox runs).
+func imageArchive(busybox string) ([]byte, error) {
+	bb, err := os.ReadFile(busybox)
+	if err != nil {
+		return nil, err
+	}
+	epoch := time.Unix(0, 0)
+	var layer bytes.Buffer
+	lw := tar.NewWriter(&layer)
+	entries := []*tar.Header{
+		{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: epoch},
+		{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777, ModTime: epoch},
+		{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(bb)), ModTime: epoch},
+	}
+	for _, h := range entries {
+		if err := lw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := lw.Write(bb); err != nil {
+		return nil, err
+	}
+	for _, l := range links {
+		if err := lw.WriteHeader(&tar.Header{Name: "bin/" + l, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777, ModTime: epoch}); err != nil {
+			return nil, err
+		}
+	}
+	if err := lw.Close(); err != nil {
+		return nil, err
+	}
+	layerSum := sha256.Sum256(layer.Bytes())
+	layerID := hex.EncodeToString(layerSum[:])
+	cfg, err := json.Marshal(map[string]any{
+		"architecture": runtime.GOARCH,
+		"os":           "linux",
+		"created":      epoch.UTC().Format(time.RFC3339),
+		"config": map[string]any{
+			"Env": []string{"PATH=/bin"},
+			"Cmd": []string{"/bin/sleep", "2147483647"},
+		},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + layerID}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfgSum := sha256.Sum256(cfg)
+	cfgName := hex.EncodeToString(cfgSum[:]) + ".json"
+	manifest, err := json.Marshal([]map[string]any{{
+		"Config": cfgName, "RepoTags": []string{Image}, "Layers": []string{layerID + "/layer.tar"},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	w := tar.NewWriter(&out)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{layerID + "/layer.tar", layer.Bytes()}, {cfgName, cfg}, {"manifest.json", manifest}} {
+		if err := w.WriteHeader(&tar.Header{Name: f.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(f.data)), ModTime: epoch}); err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// importImage makes Image and imports it into the CRI plugin's namespace
+// (k8s.io), unpacked for overlayfs, with ctr.
+func (c *Containerd) importImage() error {
+	archive, err := imageArchive(c.opts.Busybox)
+	if err != nil {
+		return fmt.Errorf("containerdproc: making the image: %w", err)
+	}
+	tarPath := c.path("image.tar")
+	if err := os.WriteFile(tarPath, archive, 0o600); err != nil {
+		return fmt.Errorf("containerdproc: %w", err)
+	}
+	defer os.Remove(tarPath)
+	cmd := exec.Command(c.bin.Ctr(), "--address", c.Socket(), "--namespace", "k8s.io", "images", "import",
+		"--snapshotter", "overlayfs", "--local", tarPath)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("containerdproc: ctr images import: %w\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte(Image)) {
+		return errors.New("containerdproc: ctr images import did not import " + Image + ":\n" + string(out))
+	}
+	return nil
+}
