@@ -120,6 +120,37 @@ func Choose(candidates []*corev1.Event, ev *corev1.Event, v eventapi.Version, no
 	return best
 }
 
+// StoredBefore returns, for created, an event just stored as the first
+// of its series, the isomorphic candidate within the window that was
+// stored before it, if any: the one with the lowest resourceVersion
+// among those whose resourceVersion is below created's (which, just
+// created, is its creation's revision). Revisions order writes on every
+// replica, so of two creates of a new series racing on two replicas, the
+// later stored, looking after its own write, finds the earlier, unless
+// something was written to the earlier since.
+func StoredBefore(candidates []*corev1.Event, created *corev1.Event, v eventapi.Version, now time.Time, window time.Duration) *corev1.Event {
+	key := Key(created, v)
+	own, err := strconv.ParseInt(created.ResourceVersion, 10, 64)
+	if err != nil {
+		return nil
+	}
+	var best *corev1.Event
+	var bestRev int64
+	for _, c := range candidates {
+		rev, err := strconv.ParseInt(c.ResourceVersion, 10, 64)
+		if err != nil || rev >= own || (c.Namespace == created.Namespace && c.Name == created.Name) {
+			continue
+		}
+		if now.Sub(LastObserved(c)) > window || Key(c, v) != key {
+			continue
+		}
+		if best == nil || rev < bestRev {
+			best, bestRev = c, rev
+		}
+	}
+	return best
+}
+
 // Earlier reports whether a was created before b, ties broken by name:
 // the order in which Choose prefers candidates.
 func Earlier(a, b *corev1.Event) bool {

@@ -213,3 +213,28 @@ func TestFoldSeries(t *testing.T) {
 		t.Fatalf("%d names remembered, count %d", got, cur.Series.Count)
 	}
 }
+
+// TestStoredBefore: of the isomorphic candidates in the window, the one
+// stored first, and only if stored before the created event; the created
+// event itself and later ones are not.
+func TestStoredBefore(t *testing.T) {
+	now := t0.Add(time.Minute)
+	at := func(name, rv string) *corev1.Event {
+		e := coreEvent(name, t0)
+		e.ResourceVersion = rv
+		return e
+	}
+	created := at("mine", "20")
+	other := at("other", "19")
+	older := at("older", "12")
+	older.Reason = "Failed" // not isomorphic
+	later := at("later", "25")
+	stale := at("stale", "5")
+	stale.LastTimestamp = metav1.NewTime(t0.Add(-time.Hour))
+	if got := StoredBefore([]*corev1.Event{later, created, older, other, stale}, created, eventapi.CoreV1, now, 10*time.Minute); got != other {
+		t.Fatalf("got %v, want other", got)
+	}
+	if got := StoredBefore([]*corev1.Event{later, created}, created, eventapi.CoreV1, now, 10*time.Minute); got != nil {
+		t.Fatalf("got %s stored after", got.Name)
+	}
+}

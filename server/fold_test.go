@@ -1,0 +1,266 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/kubevents/kubevents/fold"
+	"github.com/kubevents/kubevents/internal/metricstest"
+	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/etcdstore"
+	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
+	"github.com/kubevents/kubevents/storage/pebblestore"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// crashloopFolding folds repeats of BackOff within 10 minutes.
+var crashloopFolding = &fold.Configuration{Rules: []fold.Rule{{Name: "crashloop", Window: "10m"}}}
+
+func init() { crashloopFolding.Rules[0].Reasons = []string{"BackOff"} }
+
+// warnings collects the Warning headers a client gets.
+type warnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+func (w *warnings) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.seen...)
+}
+
+// foldServer is one eventsd replica in process, with its client.
+type foldServer struct {
+	cs   kubernetes.Interface
+	reg  *prometheus.Registry
+	warn *warnings
+}
+
+// startFoldServer serves store with folding configured by fc (nil: off)
+// on clk.
+func startFoldServer(t *testing.T, store storage.Interface, clk *clocktesting.FakeClock, fc *fold.Configuration) *foldServer {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	srv, err := server.New(server.Config{Store: store, Clock: clk, Registry: reg, Fold: fc, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.BeginShutdown()
+		hs.CloseClientConnections()
+		hs.Close()
+		_ = srv.Drain(context.Background())
+	})
+	w := &warnings{}
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1, WarningHandler: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &foldServer{cs: cs, reg: reg, warn: w}
+}
+
+// foldBackends open each backend, closed at the test's end.
+var foldBackends = map[string]func(t *testing.T, clk *clocktesting.FakeClock) storage.Interface{
+	"pebble": func(t *testing.T, clk *clocktesting.FakeClock) storage.Interface {
+		s, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: vfs.NewMem(), Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	},
+	"etcd": func(t *testing.T, _ *clocktesting.FakeClock) storage.Interface {
+		_, endpoint := startEtcd(t)
+		return openEtcdStore(t, endpoint)
+	},
+}
+
+func startEtcd(t *testing.T) (func(), string) {
+	e, endpoint := etcdtest.Start(t, t.TempDir())
+	t.Cleanup(func() { e.Close() })
+	return func() { e.Close() }, endpoint
+}
+
+func openEtcdStore(t *testing.T, endpoint string) storage.Interface {
+	t.Helper()
+	s, err := etcdstore.Open(etcdstore.Options{Endpoints: []string{endpoint}, DialTimeout: etcdtest.StartTimeout, CompactionInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// naiveCreate is what a script or an operator that never dedupes does for
+// each occurrence: a typed Create of a new Event, named as client-go
+// names events, about pod, through the core/v1 or events.k8s.io/v1 API.
+// It returns the stored event's name and count as answered.
+func naiveCreate(ctx context.Context, cs kubernetes.Interface, eventsV1 bool, pod string, now time.Time, i int) (string, int32, error) {
+	name := fmt.Sprintf("%s.%x", pod, now.UnixNano())
+	ref := corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: pod, UID: types.UID("uid-" + pod), APIVersion: "v1"}
+	msg := fmt.Sprintf("Back-off restarting failed container app (restart %d)", i)
+	if eventsV1 {
+		out, err := cs.EventsV1().Events("default").Create(ctx, &eventsv1.Event{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, EventTime: metav1.NewMicroTime(now), Regarding: ref,
+			Reason: "BackOff", Action: "Restart", Type: corev1.EventTypeWarning, Note: msg,
+			ReportingController: "crashloop-script", ReportingInstance: "crashloop-script-1",
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return "", 0, err
+		}
+		n := int32(1)
+		if out.Series != nil {
+			n = out.Series.Count
+		}
+		return out.Name, n, nil
+	}
+	out, err := cs.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, InvolvedObject: ref, Reason: "BackOff", Type: corev1.EventTypeWarning, Message: msg,
+		Source: corev1.EventSource{Component: "crashloop-script"}, Count: 1,
+		FirstTimestamp: metav1.NewTime(now), LastTimestamp: metav1.NewTime(now),
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", 0, err
+	}
+	return out.Name, out.Count, nil
+}
+
+// storedCounts lists the namespace default's BackOff events about pod:
+// name to count (series count for series-style events).
+func storedCounts(t *testing.T, ctx context.Context, cs kubernetes.Interface, pod string) map[string]int32 {
+	t.Helper()
+	l, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod + ",reason=BackOff"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int32{}
+	for _, ev := range l.Items {
+		out[ev.Name] = fold.Occurrences(&ev)
+	}
+	return out
+}
+
+// TestFoldNaiveCrashloop: a naive client crashlooping 600 times in 60 s
+// (on the server's fake clock) stores one event whose count is 600, on
+// both backends and through both groups: every create is answered with
+// that event, the 599 folded with a Warning naming it; a watcher sees one
+// ADDED and 599 MODIFIED; the folds are counted by rule and reason. A
+// repeat after the window starts a new event; with folding off, every
+// create is its own object and nothing is folded.
+func TestFoldNaiveCrashloop(t *testing.T) {
+	for backend, open := range foldBackends {
+		for _, group := range []string{"core", "events.k8s.io"} {
+			t.Run(backend+"/"+group, func(t *testing.T) {
+				clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+				s := startFoldServer(t, open(t, clk), clk, crashloopFolding)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				w, err := s.cs.CoreV1().Events("default").Watch(ctx, metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Stop()
+				eventsV1 := group == "events.k8s.io"
+				var first string
+				for i := range 600 {
+					clk.Step(100 * time.Millisecond)
+					name, count, err := naiveCreate(ctx, s.cs, eventsV1, "web", clk.Now(), i)
+					if err != nil {
+						t.Fatalf("create %d: %v", i, err)
+					}
+					if i == 0 {
+						first = name
+					}
+					if name != first || count != int32(i+1) {
+						t.Fatalf("create %d answered %s count %d, want %s count %d", i, name, count, first, i+1)
+					}
+				}
+				if got := storedCounts(t, ctx, s.cs, "web"); len(got) != 1 || got[first] != 600 {
+					t.Fatalf("stored %v, want %s: 600", got, first)
+				}
+				warns := s.warn.all()
+				if len(warns) != 599 || !strings.Contains(warns[598], "default/"+first) || !strings.Contains(warns[598], "count 600") {
+					t.Fatalf("%d warnings, last %q; want 599 naming default/%s", len(warns), warns[len(warns)-1], first)
+				}
+				types := map[watch.EventType]int{}
+				for range 600 {
+					select {
+					case e := <-w.ResultChan():
+						types[e.Type]++
+					case <-ctx.Done():
+						t.Fatalf("watch got %v", types)
+					}
+				}
+				if types[watch.Added] != 1 || types[watch.Modified] != 599 {
+					t.Fatalf("watch got %v, want 1 ADDED and 599 MODIFIED", types)
+				}
+				if got := metricstest.Sum(t, s.reg, "eventsd_fold_creates_total", "rule", "crashloop", "reason", "BackOff"); got != 599 {
+					t.Fatalf("eventsd_fold_creates_total = %v, want 599", got)
+				}
+				// Past the window a repeat is a new event.
+				clk.Step(10*time.Minute + time.Second)
+				name, count, err := naiveCreate(ctx, s.cs, eventsV1, "web", clk.Now(), 600)
+				if err != nil || name == first || count != 1 {
+					t.Fatalf("after the window: %s count %d, %v; want a new event", name, count, err)
+				}
+				// Another reason is not folded by this rule.
+				ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: "web."}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web", UID: "uid-web"}, Reason: "Started"}
+				for range 2 {
+					if _, err := s.cs.CoreV1().Events("default").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if l, err := s.cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "reason=Started"}); err != nil || len(l.Items) != 2 {
+					t.Fatalf("Started events: %v, %v; want 2", l, err)
+				}
+			})
+		}
+	}
+	t.Run("off", func(t *testing.T) {
+		clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		s := startFoldServer(t, foldBackends["pebble"](t, clk), clk, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, eventsV1 := range []bool{false, true} {
+			for i := range 300 {
+				clk.Step(100 * time.Millisecond)
+				if _, count, err := naiveCreate(ctx, s.cs, eventsV1, "web", clk.Now(), i); err != nil || count != 1 {
+					t.Fatalf("create %d: count %d, %v", i, count, err)
+				}
+			}
+		}
+		if got := storedCounts(t, ctx, s.cs, "web"); len(got) != 600 {
+			t.Fatalf("%d events stored, want 600", len(got))
+		}
+		if w := s.warn.all(); len(w) != 0 {
+			t.Fatalf("warnings without folding: %q", w)
+		}
+		if got := metricstest.Sum(t, s.reg, "eventsd_fold_creates_total"); got != 0 {
+			t.Fatalf("eventsd_fold_creates_total = %v without folding", got)
+		}
+	})
+}
