@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -25,7 +26,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	clienttools "k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -263,4 +267,180 @@ func TestFoldNaiveCrashloop(t *testing.T) {
 			t.Fatalf("eventsd_fold_creates_total = %v without folding", got)
 		}
 	})
+}
+
+// TestFoldTwoReplicasOverEtcd: two replicas over one etcd. A naive
+// crashloop whose creates alternate between them stores one event of
+// count 600. Creates racing on both at once lose no count and leave at
+// most one extra object: the later stored of two racing first creates
+// merges into the earlier unless the earlier was already written to.
+func TestFoldTwoReplicasOverEtcd(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	_, endpoint := startEtcd(t)
+	a := startFoldServer(t, openEtcdStore(t, endpoint), clk, crashloopFolding)
+	b := startFoldServer(t, openEtcdStore(t, endpoint), clk, crashloopFolding)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	replicas := []*foldServer{a, b}
+	for i := range 600 {
+		clk.Step(100 * time.Millisecond)
+		if _, _, err := naiveCreate(ctx, replicas[i%2].cs, i%3 == 0, "alternate", clk.Now(), i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Through both groups the events are series-style when the first
+	// create was (i=0 is events.k8s.io): core/v1 creates are another key.
+	counts := storedCounts(t, ctx, b.cs, "alternate")
+	total := int32(0)
+	for _, n := range counts {
+		total += n
+	}
+	if len(counts) != 2 || total != 600 {
+		t.Fatalf("stored %v, want two series (one per style) of 600 in all", counts)
+	}
+
+	for round := range 5 {
+		pod := fmt.Sprintf("race-%d", round)
+		var wg sync.WaitGroup
+		errs := make(chan error, 2)
+		for ri, r := range replicas {
+			wg.Go(func() {
+				for i := range 60 {
+					// Distinct names on each replica: a create of a taken
+					// name is refused, folded or not.
+					at := clk.Now().Add(time.Duration(2*i+ri) * time.Millisecond)
+					if _, _, err := naiveCreate(ctx, r.cs, false, pod, at, i); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		counts := storedCounts(t, ctx, a.cs, pod)
+		total := int32(0)
+		for _, n := range counts {
+			total += n
+		}
+		if total != 120 || len(counts) > 2 {
+			t.Fatalf("round %d: stored %v, want 120 occurrences in at most 2 events", round, counts)
+		}
+		t.Logf("round %d: %d event(s) %v", round, len(counts), counts)
+	}
+	races := metricstest.Sum(t, a.reg, "eventsd_fold_races_total") + metricstest.Sum(t, b.reg, "eventsd_fold_races_total")
+	lost := metricstest.Sum(t, a.reg, "eventsd_fold_races_total", "outcome", "lost") + metricstest.Sum(t, b.reg, "eventsd_fold_races_total", "outcome", "lost")
+	t.Logf("races resolved: %v", races)
+	if lost != 0 {
+		t.Fatalf("%v occurrences lost in races", lost)
+	}
+}
+
+// TestFoldRecordersRestarted: client-go's recorders restarted in the
+// middle of a crashloop continue the series the first process stored,
+// through the folding of their first create: tools/record patches the
+// event it is answered with (its count too), tools/events writes its
+// series to its own name, whose creates are folded by the count they
+// add. Without folding each process stores its own event.
+func TestFoldRecordersRestarted(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web", ResourceVersion: "1"}}
+	for _, tc := range []struct {
+		recorder string
+		// emit starts a recorder process, emits n BackOff events about
+		// pod and returns its shutdown.
+		emit func(t *testing.T, cs kubernetes.Interface, n int) func()
+		// perProcess is what each process stores: the recorder writes
+		// all of tools/record's 10 occurrences, but only 2 of tools/events'
+		// (its create and the series' first patch: later counts wait for
+		// the series' end, 6 minutes on, which a shutdown does not write).
+		perProcess int32
+	}{
+		{"tools/record", func(t *testing.T, cs kubernetes.Interface, n int) func() {
+			b := record.NewBroadcaster()
+			b.StartRecordingToSink(&typedCoreSink{cs})
+			r := b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: "node1"})
+			for range n {
+				// kubelet's message is the same every time: tools/record's
+				// deduplication key has the message.
+				r.Event(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container app in pod web")
+			}
+			return b.Shutdown
+		}, 10},
+		{"tools/events", func(t *testing.T, cs kubernetes.Interface, n int) func() {
+			b := clienttools.NewBroadcaster(&clienttools.EventSinkImpl{Interface: cs.EventsV1()})
+			ctx, cancel := context.WithCancel(context.Background())
+			if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := b.NewRecorder(scheme.Scheme, "kubelet")
+			for i := range n {
+				r.Eventf(pod, nil, corev1.EventTypeWarning, "BackOff", "Restart", "Back-off restarting failed container app (%d)", i)
+			}
+			return func() { cancel(); b.Shutdown() }
+		}, 2},
+	} {
+		for _, folding := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/folding=%v", tc.recorder, folding), func(t *testing.T) {
+				// The recorders stamp events with the real clock; the
+				// window is judged on the server's.
+				clk := clocktesting.NewFakeClock(time.Now())
+				fc := crashloopFolding
+				if !folding {
+					fc = nil
+				}
+				s := startFoldServer(t, foldBackends["pebble"](t, clk), clk, fc)
+				ctx := context.Background()
+				deadline := time.Now().Add(30 * time.Second)
+				n := int(tc.perProcess)
+				for process := 1; process <= 2; process++ {
+					shutdown := tc.emit(t, s.cs, n)
+					want := map[bool]string{true: fmt.Sprintf("one event of count %d", int32(process)*tc.perProcess), false: fmt.Sprintf("%d events of count %d", process, tc.perProcess)}[folding]
+					for {
+						counts := storedCounts(t, ctx, s.cs, "web")
+						var got []int32
+						for _, c := range counts {
+							got = append(got, c)
+						}
+						if (folding && len(got) == 1 && got[0] == int32(process)*tc.perProcess) ||
+							(!folding && len(got) == process && !slices.ContainsFunc(got, func(c int32) bool { return c != tc.perProcess })) {
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Fatalf("process %d: stored %v, want %s", process, counts, want)
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+					shutdown()
+				}
+				// Nothing more arrives: the counts stay.
+				time.Sleep(200 * time.Millisecond)
+				total := int32(0)
+				for _, c := range storedCounts(t, ctx, s.cs, "web") {
+					total += c
+				}
+				if total != 2*tc.perProcess {
+					t.Fatalf("%d occurrences stored, want %d", total, 2*tc.perProcess)
+				}
+			})
+		}
+	}
+}
+
+// typedCoreSink is client-go's typed core/v1 EventSink, as controllers
+// give tools/record.
+type typedCoreSink struct{ cs kubernetes.Interface }
+
+func (s *typedCoreSink) Create(ev *corev1.Event) (*corev1.Event, error) {
+	return s.cs.CoreV1().Events(ev.Namespace).Create(context.Background(), ev, metav1.CreateOptions{})
+}
+
+func (s *typedCoreSink) Update(ev *corev1.Event) (*corev1.Event, error) {
+	return s.cs.CoreV1().Events(ev.Namespace).Update(context.Background(), ev, metav1.UpdateOptions{})
+}
+
+func (s *typedCoreSink) Patch(ev *corev1.Event, data []byte) (*corev1.Event, error) {
+	return s.cs.CoreV1().Events(ev.Namespace).Patch(context.Background(), ev.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 }
