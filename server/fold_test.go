@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -224,6 +225,23 @@ func TestFoldNaiveCrashloop(t *testing.T) {
 				}
 				if got := metricstest.Sum(t, s.reg, "eventsd_fold_creates_total", "rule", "crashloop", "reason", "BackOff"); got != 599 {
 					t.Fatalf("eventsd_fold_creates_total = %v, want 599", got)
+				}
+				// A dry run answers the fold and stores nothing; a create
+				// of the folded event's own name is refused as before.
+				dry := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web.dry"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web", UID: "uid-web", APIVersion: "v1"},
+					Reason: "BackOff", Type: corev1.EventTypeWarning, Source: corev1.EventSource{Component: "crashloop-script"}, Count: 1}
+				if !eventsV1 {
+					out, err := s.cs.CoreV1().Events("default").Create(ctx, dry, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+					if err != nil || out.Name != first || out.Count != 601 {
+						t.Fatalf("dry run: %v, %v; want %s count 601", out, err, first)
+					}
+					dry.Name = first
+					if _, err := s.cs.CoreV1().Events("default").Create(ctx, dry, metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+						t.Fatalf("create of %s: %v, want AlreadyExists", first, err)
+					}
+				}
+				if got := storedCounts(t, ctx, s.cs, "web"); len(got) != 1 || got[first] != 600 {
+					t.Fatalf("after a dry run: stored %v, want %s: 600", got, first)
 				}
 				// Past the window a repeat is a new event.
 				clk.Step(10*time.Minute + time.Second)
