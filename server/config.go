@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubevents/kubevents/admission/eventratelimit"
+	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/storage"
@@ -46,6 +47,11 @@ type Config struct {
 	// match another TTL than EventTTL (the first matching rule's); nil
 	// gives every event EventTTL. It is validated by New.
 	Retention *retention.Configuration
+	// Fold, when set, holds ordered rules under which a create isomorphic
+	// to a stored event last observed within the rule's window is folded
+	// into that event instead of stored (package fold); nil folds
+	// nothing. It is validated by New.
+	Fold *fold.Configuration
 	// Clock is used for timestamps set by the server, ages in tables,
 	// bookmarks and watch timeouts.
 	Clock clock.WithTicker

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	jsonpatchv5 "github.com/evanphx/json-patch/v5"
 	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/storage"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
@@ -282,36 +284,64 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 		return
 	}
 	setWarnings(w, warnings)
+	rule, window, folding := s.foldable(ev)
 	if opts.dryRun {
 		if _, err := s.cfg.Store.Get(r.Context(), ev.Namespace, ev.Name); err == nil {
 			writeStatus(w, apierrors.NewAlreadyExists(rr.version.GroupResource(), ev.Name))
 			return
 		}
+		if folding {
+			// What the create would fold into, unwritten.
+			target, err := s.foldTarget(r.Context(), ev, rr.version, window)
+			if err != nil {
+				writeStatus(w, statusError(err, rr, ev.Name))
+				return
+			}
+			if target != nil {
+				out, _ := fold.Fold(target, ev, rr.version, s.cfg.Clock.Now())
+				s.respondFolded(w, rr, o, ev.Name, out)
+				return
+			}
+		}
 		s.respondEvent(w, rr, o, http.StatusCreated, ev)
 		return
 	}
+	// The rate limits decide first, on the create as sent: folding
+	// changes what is stored, not what is admitted.
 	if !s.admitRate(w, r, rr, ev, true) {
 		return
 	}
+	if folding {
+		s.createFolded(w, r, rr, o, ev, generated, rule, window)
+		return
+	}
+	out, se := s.storeCreate(r.Context(), rr, ev, generated)
+	if se != nil {
+		writeStatus(w, se)
+		return
+	}
+	s.respondEvent(w, rr, o, http.StatusCreated, out)
+}
+
+// storeCreate stores ev as a new object, with a new generated name when
+// the one generated is taken, and returns it, or the error to answer.
+func (s *Server) storeCreate(ctx context.Context, rr resourceRequest, ev *corev1.Event, generated bool) (*corev1.Event, *apierrors.StatusError) {
 	for attempt := 1; ; attempt++ {
 		wo, rule := s.writeOptions(ev)
-		out, err := s.cfg.Store.Create(r.Context(), ev, wo)
+		out, err := s.cfg.Store.Create(ctx, ev, wo)
 		if errors.Is(err, storage.ErrExists) && generated {
 			if attempt < maxGenerateNameAttempts {
 				ev.Name = generateName(ev.GenerateName)
 				continue
 			}
-			writeStatus(w, apierrors.NewConflict(rr.version.GroupResource(), ev.Name,
-				fmt.Errorf("the provided generateName %q produced %d names that already exist", ev.GenerateName, attempt)))
-			return
+			return nil, apierrors.NewConflict(rr.version.GroupResource(), ev.Name,
+				fmt.Errorf("the provided generateName %q produced %d names that already exist", ev.GenerateName, attempt))
 		}
 		if err != nil {
-			writeStatus(w, statusError(err, rr, ev.Name))
-			return
+			return nil, statusError(err, rr, ev.Name)
 		}
 		s.countRetention(rule)
-		s.respondEvent(w, rr, o, http.StatusCreated, out)
-		return
+		return out, nil
 	}
 }
 

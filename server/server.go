@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/eventapi/fieldmanager"
+	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/ui"
@@ -39,6 +40,8 @@ type Server struct {
 	retention *retention.Policy
 	// fields keeps the events' managedFields (managedfields.go).
 	fields *fieldmanager.Manager
+	// folder folds creates into stored isomorphic events (fold.go).
+	folder *folder
 
 	handlers           map[verb]handlerFunc
 	readOnly, mutating inflight
@@ -83,6 +86,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: Config.Retention: %w", err)
 	}
 	if s.metrics, err = newMetrics(cfg.Registry, cfg.Store, s.retention.RuleNames()); err != nil {
+		return nil, err
+	}
+	foldPolicy, err := fold.NewPolicy(cfg.Fold)
+	if err != nil {
+		return nil, fmt.Errorf("server: Config.Fold: %w", err)
+	}
+	if s.folder, err = newFolder(foldPolicy, cfg.Registry, newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second)); err != nil {
 		return nil, err
 	}
 	if s.fields, err = fieldmanager.New(); err != nil {

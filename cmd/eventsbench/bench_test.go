@@ -468,3 +468,37 @@ func TestMirrorTiny(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldTiny runs eventsbench fold small: without folding every create
+// is stored; with it, one event per series holds every occurrence, in
+// fewer bytes.
+func TestFoldTiny(t *testing.T) {
+	cfg := foldBenchConfig{Eventsd: eventsdtest.Binary(t), Command: "eventsbench fold (test)", Repeats: 30, Objects: 20, PerObject: 3, Clients: 4,
+		DataParent: t.TempDir(), Timeout: 2 * time.Minute, Log: testLog{t}}
+	rep, err := runFoldBench(t.Context(), cfg)
+	var out bytes.Buffer
+	if rep != nil {
+		printFoldReport(&out, rep)
+		t.Logf("report:\n%s", out.String())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 4 {
+		t.Fatalf("%d results, want 4", len(rep.Results))
+	}
+	want := map[string][2]int{"crashloop": {30, 1}, "storm": {60, 20}} // stored without, with
+	for _, r := range rep.Results {
+		w := want[r.Workload]
+		stored := w[0]
+		if r.Folding {
+			stored = w[1]
+		}
+		if r.Creates != w[0] || r.Stored != stored || r.Occurrences != int64(w[0]) || r.ObjectBytes <= 0 || r.CPUMsPerCreate <= 0 {
+			t.Errorf("%+v: want %d creates, %d stored", r, w[0], stored)
+		}
+	}
+	if rep.Results[1].ObjectBytes*10 > rep.Results[0].ObjectBytes {
+		t.Errorf("folded crashloop %d bytes, unfolded %d: want a tenth at most", rep.Results[1].ObjectBytes, rep.Results[0].ObjectBytes)
+	}
+}

@@ -65,6 +65,11 @@ func newClientset(server, wire string, dials *atomic.Int64) (kubernetes.Interfac
 // with the certificate of internal/kubeapiserver's CA (over TLS,
 // client-go negotiates HTTP/2, still one connection per clientset).
 func newClientsetAuth(server, wire, token string, dials *atomic.Int64) (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(restConfigAuth(server, wire, token, dials))
+}
+
+// restConfigAuth is the rest.Config of newClientsetAuth.
+func restConfigAuth(server, wire, token string, dials *atomic.Int64) *rest.Config {
 	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		MaxConnsPerHost:     1,
@@ -90,7 +95,7 @@ func newClientsetAuth(server, wire, token string, dials *atomic.Int64) (kubernet
 	if wire == wireJSON {
 		cfg.ContentConfig = rest.ContentConfig{ContentType: "application/json"}
 	}
-	return kubernetes.NewForConfig(cfg)
+	return cfg
 }
 
 // lastNano makes event names unique within the process: it is the last

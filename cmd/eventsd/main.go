@@ -25,6 +25,7 @@ import (
 	"github.com/kubevents/kubevents/admission/eventratelimit"
 	"github.com/kubevents/kubevents/export"
 	"github.com/kubevents/kubevents/export/exportconfig"
+	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/mirror"
 	"github.com/kubevents/kubevents/retention"
@@ -63,6 +64,7 @@ type options struct {
 	bookmarkEvery   time.Duration
 	admissionConfig string
 	retentionConfig string
+	foldConfig      string
 	exportConfig    string
 	exportMaxLag    time.Duration
 	maxStorageBytes quantityBytes
@@ -115,6 +117,7 @@ events of a kube-apiserver.`,
 	f.StringVar(&o.dataDir, "data-dir", "./eventsd-data", "Directory of the embedded store; created if missing.")
 	f.DurationVar(&o.eventTTL, "event-ttl", server.DefaultEventTTL, "Amount of time to retain events after their last write.")
 	f.StringVar(&o.retentionConfig, "retention-config", "", "File with a RetentionConfiguration (eventsd.kubevents.io/v1alpha1): ordered rules matching events' namespaces, types, reasons and reporting controllers (or source components), each with a TTL; the first rule an event matches gives the TTL of each of its writes, --event-ttl the rest. On etcd the lease follows the rule.")
+	f.StringVar(&o.foldConfig, "fold-config", "", "File with a FoldConfiguration (eventsd.kubevents.io/v1alpha1): ordered rules matching events' namespaces, types, reasons and reporting controllers (or source components), each with a window; a create the first matching rule's window covers, isomorphic to a stored event (as client-go's recorders define it) last observed within that window, is folded into that event (its count and last observed time advanced, its note the latest; watchers see MODIFIED) and answered with it and a Warning header naming it, instead of stored as a new object. Off by default: it changes what a create returns.")
 	f.StringVar(&o.exportConfig, "export-config", "", "File with an ExportConfiguration (eventsd.kubevents.io/v1alpha1): sinks (webhook, otlp, file) that get every matching event change, at least once, in revision order, each record with an idempotency key (uid/resourceVersion); each sink's cursor is kept in the store, so restarts resume where the sink left off. On etcd one replica exports at a time.")
 	f.DurationVar(&o.exportMaxLag, "export-max-lag", pebblestore.DefaultMaxHistoryHold, "How far back the store keeps changes for the slowest export sink to resume from; a sink further behind loses the changes before (counted in eventsd_export_lost_total and logged).")
 	f.Var(&o.maxStorageBytes, "max-storage-bytes", "Budget of the stored events, in bytes (an integer or a Kubernetes quantity such as 10Gi); 0: none. What counts: on pebble each event's key, value (its protobuf), TTL-queue and index entries, not the watch change log or pebble's compaction lag, so leave the disk headroom for those; on etcd the events' keys and values under the prefix. Past it the events closest to their expiry are expired early (watchers get DELETED; counted by retention rule in eventsd_storage_budget_expirations_total) until 90% of it is used, so writes never fail for it.")
@@ -238,6 +241,14 @@ func run(ctx context.Context, o options) error {
 		}
 		retentionConfig = c
 	}
+	var foldConfig *fold.Configuration
+	if o.foldConfig != "" {
+		c, err := fold.LoadFile(o.foldConfig)
+		if err != nil {
+			return fmt.Errorf("--fold-config: %w", err)
+		}
+		foldConfig = c
+	}
 	var exportConfig *exportconfig.Configuration
 	if o.exportConfig != "" {
 		c, err := exportconfig.LoadFile(o.exportConfig)
@@ -333,7 +344,7 @@ func run(ctx context.Context, o options) error {
 	scfg := server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth.Authenticator, FrontProxy: auth.FrontProxy, Authorizer: auth.Authorizer, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions, UI: o.ui,
 		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout, BookmarkInterval: o.bookmarkEvery,
-		EventRateLimit: rateLimit, Retention: retentionConfig}
+		EventRateLimit: rateLimit, Retention: retentionConfig, Fold: foldConfig}
 	// The mirror, if any, writes into the store; the API then only reads
 	// (a local write would be a second source of truth beside the
 	// cluster's, which the mirror could overwrite or the API contradict).
@@ -395,6 +406,7 @@ func run(ctx context.Context, o options) error {
 		scheme = "https"
 	}
 	logPolicies(log, retentionConfig, policy, o.eventTTL, rateLimitConfig)
+	logFoldRules(log, foldConfig)
 	log.Info("eventsd serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "version", buildinfo.Get().GitVersion,
 		"storageBackend", o.storageBackend, "dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", store.Stats().Events,
 		"auth", auth.Authenticator != nil || auth.FrontProxy != nil, "frontProxy", auth.FrontProxy != nil, "authorizationModes", strings.Join(auth.Modes, ","))
@@ -484,6 +496,30 @@ func logPolicies(log *slog.Logger, rc *retention.Configuration, policy *retentio
 			}
 			log.Info("event rate limit", attrs...)
 		}
+	}
+}
+
+// logFoldRules logs the fold rules in force, in order, as logPolicies
+// logs the retention rules.
+func logFoldRules(log *slog.Logger, c *fold.Configuration) {
+	if c == nil {
+		return
+	}
+	for i, r := range c.Rules {
+		name := r.Name
+		if name == "" {
+			name = strconv.Itoa(i)
+		}
+		attrs := []any{"rule", name, "window", r.Window}
+		for _, f := range []struct {
+			key    string
+			values []string
+		}{{"namespaces", r.Namespaces}, {"types", r.Types}, {"reasons", r.Reasons}, {"reportingControllers", r.ReportingControllers}} {
+			if len(f.values) > 0 {
+				attrs = append(attrs, f.key, strings.Join(f.values, ","))
+			}
+		}
+		log.Info("fold rule", attrs...)
 	}
 }
 

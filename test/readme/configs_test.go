@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kubevents/kubevents/export/exportconfig"
+	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/retention"
 )
 
@@ -27,6 +28,9 @@ func TestConfigExamplesDecode(t *testing.T) {
 		case strings.Contains(b, "kind: "+exportconfig.ConfigurationKind):
 			seen[exportconfig.ConfigurationKind]++
 			_, err = exportconfig.Decode([]byte(b))
+		case strings.Contains(b, "kind: "+fold.ConfigurationKind):
+			seen[fold.ConfigurationKind]++
+			_, err = fold.Decode([]byte(b))
 		case strings.Contains(b, "kind: "+retention.ConfigurationKind):
 			seen[retention.ConfigurationKind]++
 			_, err = retention.Decode([]byte(b))
@@ -37,7 +41,7 @@ func TestConfigExamplesDecode(t *testing.T) {
 			t.Errorf("README example does not decode: %v\n%s", err, b)
 		}
 	}
-	for _, kind := range []string{exportconfig.ConfigurationKind, retention.ConfigurationKind} {
+	for _, kind := range []string{exportconfig.ConfigurationKind, retention.ConfigurationKind, fold.ConfigurationKind} {
 		if seen[kind] == 0 {
 			t.Errorf("README has no %s example", kind)
 		}
