@@ -1134,7 +1134,9 @@ func TestKubectlGetEventsChunkingAndSort(t *testing.T) {
 }
 
 // TestKubectlAPIResources: discovery lists events with short name ev in
-// both groups.
+// both Kubernetes groups, and in eventsd's own read-only group (the one an
+// aggregating kube-apiserver serves) without one, so that `ev` stays the
+// cluster's.
 func TestKubectlAPIResources(t *testing.T) {
 	t.Parallel()
 	p, kc := kubectlStart(t)
@@ -1149,6 +1151,7 @@ func TestKubectlAPIResources(t *testing.T) {
 	want := [][]string{
 		{"events", "ev", "v1", "true", "Event"},
 		{"events", "ev", "events.k8s.io/v1", "true", "Event"},
+		{"events", "", "events.kubevents.io/v1", "true", "Event"},
 	}
 	if !slices.EqualFunc(events, want, slices.Equal) {
 		t.Errorf("events rows = %q, want %q", events, want)
