@@ -83,9 +83,13 @@ func keyStep(s keyState, in keyInput) []keyState {
 		}
 	case Update, Patch:
 		preOK := o.PreRev == 0 || o.PreRev == s.rev
+		// A PUT of a missing event creates it, whatever resourceVersion
+		// it names (events' AllowCreateOnUpdate, as kube-apiserver); a
+		// patch of a missing event is NotFound.
+		create := o.Kind == Update && !s.exists
 		switch in.outcome {
 		case OK:
-			if s.exists && preOK && in.rev > s.lastRev {
+			if (s.exists && preOK || create) && in.rev > s.lastRev {
 				return []keyState{{true, in.rev, o.Msg, in.rev}}
 			}
 		case Conflict:
@@ -93,7 +97,7 @@ func keyStep(s keyState, in keyInput) []keyState {
 				return []keyState{s}
 			}
 		case NotFound:
-			if !s.exists {
+			if !s.exists && o.Kind == Patch {
 				return []keyState{s}
 			}
 		}
@@ -106,10 +110,7 @@ func keyStep(s keyState, in keyInput) []keyState {
 				return []keyState{gone}
 			}
 		case Conflict:
-			// Without a precondition eventsd answers 409 when the event
-			// changed between its read and its delete, as kube-apiserver
-			// does not (it retries): the key then exists.
-			if s.exists && (!preOK || o.PreRev == 0) {
+			if s.exists && !preOK {
 				return []keyState{s}
 			}
 		case NotFound:
