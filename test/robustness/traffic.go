@@ -46,6 +46,8 @@ type TrafficConfig struct {
 	// OpInterval, when > 0, is the pause each client takes between
 	// operations (with -race and two cores, none is needed).
 	OpInterval time.Duration
+	// NoDeletes leaves deletes out, so that every deletion is an expiry.
+	NoDeletes bool
 }
 
 func (c TrafficConfig) withDefaults() TrafficConfig {
@@ -141,6 +143,8 @@ func (t *Traffic) client(ctx context.Context, id int) {
 			o.Kind = Update
 		case n < 45:
 			o.Kind = Patch
+		case n < 55 && t.cfg.NoDeletes:
+			o.Kind = Get
 		case n < 55:
 			o.Kind = Delete
 		case n < 75:
