@@ -55,7 +55,7 @@ func newRacingStore(t *testing.T) *racingStore {
 func raceEvent(name, msg string) *corev1.Event {
 	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p", UID: types.UID("uid-p")},
-		Reason: "Started", Message: msg, Type: corev1.EventTypeNormal}
+		Reason:         "Started", Message: msg, Type: corev1.EventTypeNormal}
 }
 
 // TestUpdateRacingDeleteCreates: a PUT naming the event's current
