@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 )
 
 // Change is one change to the store, at its revision.
@@ -21,6 +22,7 @@ func (c Change) same(o Change) bool {
 		c.Msg == o.Msg && c.Reason == o.Reason && c.Pod == o.Pod
 }
 
+// String describes c for reports.
 func (c Change) String() string {
 	verb := "put"
 	if c.Deleted {
@@ -176,6 +178,19 @@ func (l *ChangeLog) NextChange(ns, name string, rev int64) int64 {
 		}
 	}
 	return 0
+}
+
+// CheckGoneLists reports every list that got 410 Gone for a revision first
+// seen less than window before it was called: the store keeps that much.
+func CheckGoneLists(h History, window time.Duration) []Violation {
+	var vs []Violation
+	for _, o := range h.Ops {
+		if o.Kind == List && o.List.Gone && o.Call-o.List.RVSeen < int64(window) {
+			vs = append(vs, Violation{"gone", fmt.Sprintf("%s: 410 Gone for a revision first seen %v before, within the history window %v",
+				o, time.Duration(o.Call-o.List.RVSeen), window)})
+		}
+	}
+	return vs
 }
 
 // CheckLists checks every successful list against the change log: its

@@ -66,6 +66,7 @@ func Check(h History, cfg CheckConfig) Report {
 		}
 	}
 	r.Violations = append(r.Violations, CheckLists(h, l)...)
+	r.Violations = append(r.Violations, CheckGoneLists(h, cfg.HistoryWindow)...)
 	lin := CheckLinearizable(h, l, cfg.LinearizeTimeout)
 	r.Checked = lin.Checked
 	r.Violations = append(r.Violations, lin.Violations...)

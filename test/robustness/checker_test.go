@@ -200,3 +200,15 @@ func TestCheckersResolveUnknownWrites(t *testing.T) {
 	h.Ops = append(h.Ops, &Op{ID: 10, Client: 3, Kind: Get, Namespace: ns, Name: "k9", Call: 2, Return: 3, Outcome: OK, Rev: 11, Got: Object{Name: "k9", Rev: 11, Msg: "never"}})
 	wantViolation(t, check(h), "linearizable", "key ns/k9")
 }
+
+// A list that got 410 for a revision within the history window.
+func TestCheckersReportGoneList(t *testing.T) {
+	h := validHistory()
+	h.Ops = append(h.Ops, &Op{ID: 9, Client: 2, Kind: List, Namespace: ns, Call: int64(56 * time.Millisecond), Return: int64(57 * time.Millisecond),
+		Outcome: Failed, List: &ListOp{RV: "5", Match: "Exact", RVSeen: int64(10 * time.Millisecond), Gone: true}})
+	wantViolation(t, check(h), "gone", "410 Gone for a revision first seen 46ms before")
+	h.Ops[9].List.RVSeen -= int64(10 * time.Minute)
+	for _, v := range check(h).Violations {
+		t.Errorf("410 beyond the window reported: %v", v)
+	}
+}

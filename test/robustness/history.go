@@ -92,8 +92,14 @@ type ListOp struct {
 	// Mismatch, when set, says a later page was served at another
 	// revision than the first.
 	Mismatch string
+	// RVSeen is when the revision asked for was first seen by a client
+	// (the call's time for a list at the current revision), and Gone is
+	// set when the list (or a later page) got 410 Gone: the 410 check.
+	RVSeen int64
+	Gone   bool
 }
 
+// String describes o for reports: what it asked, when, and its answer.
 func (o *Op) String() string {
 	s := fmt.Sprintf("op %d [client %d, replica %d] %s %s/%s", o.ID, o.Client, o.Replica, o.Kind, o.Namespace, o.Name)
 	if o.Msg != "" {
@@ -157,6 +163,7 @@ type Watch struct {
 	Err  string
 }
 
+// String describes w for reports.
 func (w *Watch) String() string {
 	return fmt.Sprintf("watch %d [client %d, replica %d] %s selector=%q from rv %d initial=%v [%v, %v] %d events",
 		w.ID, w.Client, w.Replica, w.Namespace, w.Selector, w.StartRev, w.SendInitialEvents,
@@ -216,4 +223,5 @@ type Violation struct {
 	Detail string
 }
 
+// String is the check and the detail.
 func (v Violation) String() string { return v.Check + ": " + v.Detail }

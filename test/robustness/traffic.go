@@ -172,12 +172,12 @@ func (t *Traffic) client(ctx context.Context, id int) {
 			case n < 2:
 				o.List.RV = "0"
 			case n < 6:
-				if rev, _, ok := t.known.recent(r); ok {
-					o.List.RV, o.List.Match = strconv.FormatInt(rev, 10), "NotOlderThan"
+				if rev, at, ok := t.known.recent(r); ok {
+					o.List.RV, o.List.Match, o.List.RVSeen = strconv.FormatInt(rev, 10), "NotOlderThan", at
 				}
 			case n < 10:
-				if rev, _, ok := t.known.recent(r); ok {
-					o.List.RV, o.List.Match = strconv.FormatInt(rev, 10), "Exact"
+				if rev, at, ok := t.known.recent(r); ok {
+					o.List.RV, o.List.Match, o.List.RVSeen = strconv.FormatInt(rev, 10), "Exact", at
 				}
 			}
 			if r.IntN(3) == 0 && o.List.RV != "0" {
@@ -273,7 +273,11 @@ func (t *Traffic) do(ctx context.Context, o *Op) {
 			t.known.saw(o.Name, o.Rev)
 		}
 	case List:
+		if o.List.Match == "" {
+			o.List.RVSeen = o.Call
+		}
 		err = t.list(ctx, cs, o)
+		o.List.Gone = apierrors.IsResourceExpired(err) || apierrors.IsGone(err)
 	}
 	o.Return = t.rec.Now()
 	o.Outcome = classify(code, err)
