@@ -189,6 +189,13 @@ func (t *Traffic) client(ctx context.Context, id int) {
 		t.do(ctx, o)
 		t.ops.Add(1)
 		t.rec.AddOp(o)
+		if o.Outcome == Unknown {
+			// The replica may be down: do not spin on it.
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 		if t.cfg.OpInterval > 0 {
 			select {
 			case <-ctx.Done():
@@ -420,6 +427,10 @@ func (t *Traffic) watcher(ctx context.Context, id int) {
 		t.rec.AddWatch(w)
 		if w.Gone || w.Err != "" && len(w.Events) == 0 {
 			from = 0
+			select { // the replica may be down: do not spin on it
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
 			continue
 		}
 		from, seen, sel = reachedOf(w), w.End, w.Selector
