@@ -136,10 +136,17 @@ func checkWatch(w *Watch, l *ChangeLog, cfg WatchCheck) []Violation {
 	}
 	// Reliable and resumable: exactly the expected events up to reached.
 	upTo := reached
-	if cfg.Complete != nil {
-		for upTo > from && !cfg.Complete(w.Namespace, upTo) {
-			upTo-- // only a watch near the end of the log gets here
+	if cfg.Complete != nil && !cfg.Complete(w.Namespace, upTo) {
+		// The highest revision up to which the log is complete.
+		lo, hi := from, upTo // Complete(lo) is assumed, Complete(hi) false
+		for hi-lo > 1 {
+			if mid := lo + (hi-lo)/2; cfg.Complete(w.Namespace, mid) {
+				lo = mid
+			} else {
+				hi = mid
+			}
 		}
+		upTo = lo
 	}
 	want := expectedEvents(l, w.Namespace, sel, from, upTo)
 	var got []WatchEvent
