@@ -13,6 +13,9 @@ type CheckConfig struct {
 	HistoryWindow time.Duration
 	// LinearizeTimeout bounds porcupine on each partition (1 minute).
 	LinearizeTimeout time.Duration
+	// ExactPast says the store serves lists at any past revision within
+	// the history window (etcd), not only the current one (pebble).
+	ExactPast bool
 }
 
 // Report is what Check found in a history.
@@ -66,7 +69,7 @@ func Check(h History, cfg CheckConfig) Report {
 		}
 	}
 	r.Violations = append(r.Violations, CheckLists(h, l)...)
-	r.Violations = append(r.Violations, CheckGoneLists(h, cfg.HistoryWindow)...)
+	r.Violations = append(r.Violations, CheckGoneLists(h, cfg.HistoryWindow, cfg.ExactPast)...)
 	lin := CheckLinearizable(h, l, cfg.LinearizeTimeout)
 	r.Checked = lin.Checked
 	r.Violations = append(r.Violations, lin.Violations...)

@@ -206,9 +206,19 @@ func TestCheckersReportGoneList(t *testing.T) {
 	h := validHistory()
 	h.Ops = append(h.Ops, &Op{ID: 9, Client: 2, Kind: List, Namespace: ns, Call: int64(56 * time.Millisecond), Return: int64(57 * time.Millisecond),
 		Outcome: Failed, List: &ListOp{RV: "5", Match: "Exact", RVSeen: int64(10 * time.Millisecond), Gone: true}})
+	exactPast := func(h History) Report {
+		return Check(h, CheckConfig{HistoryWindow: 5 * time.Minute, ExactPast: true})
+	}
+	wantViolation(t, exactPast(h), "gone", "410 Gone for a revision first seen 46ms before")
+	// On a store that serves Exact at the current revision only, that
+	// 410 is allowed; not so for a list at the current revision.
+	if r := check(h); len(r.Violations) > 0 {
+		t.Errorf("Exact list's 410 on a store without past revisions reported: %s", r)
+	}
+	h.Ops[9].List.Match = "NotOlderThan"
 	wantViolation(t, check(h), "gone", "410 Gone for a revision first seen 46ms before")
 	h.Ops[9].List.RVSeen -= int64(10 * time.Minute)
-	for _, v := range check(h).Violations {
+	for _, v := range exactPast(h).Violations {
 		t.Errorf("410 beyond the window reported: %v", v)
 	}
 }

@@ -34,6 +34,8 @@ type env struct {
 	urls []string
 	// window is the store's history window (for the 410 check).
 	window time.Duration
+	// exactPast: the store serves Exact lists at past revisions (etcd).
+	exactPast bool
 	// inject and recover the fault; each returns what it did.
 	inject, recover func(t *testing.T) string
 	// traffic adjusts the traffic's configuration.
@@ -136,7 +138,7 @@ func round(t *testing.T, e *env, ns string, seed uint64, tot *totals) {
 	if e.extra != nil {
 		extra = e.extra(t, &h, tr)
 	}
-	r := Check(h, CheckConfig{HistoryWindow: e.window})
+	r := Check(h, CheckConfig{HistoryWindow: e.window, ExactPast: e.exactPast})
 	r.Violations = append(r.Violations, extra...)
 	if r.Covered[ns] < sentinel {
 		r.Violations = append(r.Violations, Violation{"reliable",
@@ -250,10 +252,11 @@ func TestEtcdReplicaKill(t *testing.T) {
 	c := etcdproc.Start(t, 1)
 	ps := etcdReplicas(t, 2, c.Endpoints()...)
 	run(t, "etcd-replica-kill", &env{
-		urls:    urlsOf(ps),
-		window:  etcdWindow,
-		inject:  func(*testing.T) string { ps[0].Kill(); return "replica 0 killed (SIGKILL)" },
-		recover: func(*testing.T) string { ps[0].Restart(); return "replica 0 restarted" },
+		urls:      urlsOf(ps),
+		window:    etcdWindow,
+		exactPast: true,
+		inject:    func(*testing.T) string { ps[0].Kill(); return "replica 0 killed (SIGKILL)" },
+		recover:   func(*testing.T) string { ps[0].Restart(); return "replica 0 restarted" },
 	})
 }
 
@@ -264,8 +267,9 @@ func TestEtcdLeaderKill(t *testing.T) {
 	ps := etcdReplicas(t, 2, c.Endpoints()...)
 	var leader int
 	run(t, "etcd-leader-kill", &env{
-		urls:   urlsOf(ps),
-		window: etcdWindow,
+		urls:      urlsOf(ps),
+		window:    etcdWindow,
+		exactPast: true,
 		inject: func(t *testing.T) string {
 			var err error
 			if leader, err = c.Leader(t.Context()); err != nil {
@@ -285,8 +289,9 @@ func TestEtcdMemberPause(t *testing.T) {
 	ps := etcdReplicas(t, 2, c.Endpoints()...)
 	var resume func()
 	run(t, "etcd-member-pause", &env{
-		urls:   urlsOf(ps),
-		window: etcdWindow,
+		urls:      urlsOf(ps),
+		window:    etcdWindow,
+		exactPast: true,
 		inject: func(t *testing.T) string {
 			leader, err := c.Leader(t.Context())
 			if err != nil {
@@ -308,10 +313,11 @@ func TestEtcdNetworkCut(t *testing.T) {
 	ps := etcdReplicas(t, 1, "http://"+px.Addr())
 	ps = append(ps, etcdReplicas(t, 1, c.Endpoints()...)...)
 	run(t, "etcd-network-cut", &env{
-		urls:    urlsOf(ps),
-		window:  etcdWindow,
-		inject:  func(*testing.T) string { px.Cut(); return "replica 0's network to etcd cut" },
-		recover: func(*testing.T) string { px.Restore(); return "replica 0's network to etcd restored" },
+		urls:      urlsOf(ps),
+		window:    etcdWindow,
+		exactPast: true,
+		inject:    func(*testing.T) string { px.Cut(); return "replica 0's network to etcd cut" },
+		recover:   func(*testing.T) string { px.Restore(); return "replica 0's network to etcd restored" },
 	})
 }
 
