@@ -24,8 +24,10 @@ type Report struct {
 	// linearizability checker placed (the others certainly did nothing),
 	// Lists how many lists were checked against the change log.
 	Ops, Checked, Lists int
-	// Watches and WatchEvents are the watches and their events checked.
-	Watches, WatchEvents int
+	// Watches and WatchEvents are the watches and their events checked,
+	// Bookmarks how many of those were bookmarks, Gone how many watches
+	// ended with 410.
+	Watches, WatchEvents, Bookmarks, Gone int
 	// Changes is the number of changes in the change log.
 	Changes int
 	// Covered is, by namespace, the revision up to which watches without
@@ -39,8 +41,8 @@ type Report struct {
 
 // Summary is a one-line account of the report.
 func (r Report) Summary() string {
-	return fmt.Sprintf("%d ops (%d linearized, %d lists), %d watches with %d events, %d changes, %d violations, %d undecided partitions",
-		r.Ops, r.Checked, r.Lists, r.Watches, r.WatchEvents, r.Changes, len(r.Violations), len(r.TimedOut))
+	return fmt.Sprintf("%d ops (%d linearized, %d lists), %d watches with %d events (%d bookmarks, %d watches ended 410), %d changes, %d violations, %d undecided partitions",
+		r.Ops, r.Checked, r.Lists, r.Watches, r.WatchEvents, r.Bookmarks, r.Gone, r.Changes, len(r.Violations), len(r.TimedOut))
 }
 
 // String lists the violations.
@@ -77,7 +79,7 @@ func Check(h History, cfg CheckConfig) Report {
 	wr := CheckWatches(h, l, WatchCheck{HistoryWindow: cfg.HistoryWindow, Complete: func(ns string, rev int64) bool {
 		return rev <= r.Covered[ns]
 	}})
-	r.WatchEvents = wr.Events
+	r.WatchEvents, r.Bookmarks, r.Gone = wr.Events, wr.Bookmarks, wr.Gone
 	r.Violations = append(r.Violations, wr.Violations...)
 	return r
 }

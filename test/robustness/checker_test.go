@@ -78,7 +78,7 @@ func TestCheckersPassValidHistory(t *testing.T) {
 	if len(r.Violations) > 0 || len(r.TimedOut) > 0 {
 		t.Fatalf("valid history reported: %s", r)
 	}
-	if r.Ops != 9 || r.Checked != 9 || r.Lists != 2 || r.Watches != 3 || r.WatchEvents != 13 || r.Changes != 4 || r.Covered[ns] != 10 {
+	if r.Ops != 9 || r.Checked != 9 || r.Lists != 2 || r.Watches != 3 || r.WatchEvents != 13 || r.Bookmarks != 3 || r.Changes != 4 || r.Covered[ns] != 10 {
 		t.Errorf("counts: %+v", r)
 	}
 }

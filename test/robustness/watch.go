@@ -21,8 +21,9 @@ type WatchCheck struct {
 // WatchResult is what CheckWatches found.
 type WatchResult struct {
 	// Events is the number of delivered events checked (bookmarks
-	// included).
-	Events int
+	// included), Bookmarks how many were bookmarks, and Gone how many
+	// watches ended with 410.
+	Events, Bookmarks, Gone int
 	// Violations found.
 	Violations []Violation
 }
@@ -47,6 +48,14 @@ func CheckWatches(h History, l *ChangeLog, cfg WatchCheck) WatchResult {
 	var res WatchResult
 	for _, w := range h.Watches {
 		res.Events += len(w.Events)
+		for _, e := range w.Events {
+			if e.Type == "BOOKMARK" {
+				res.Bookmarks++
+			}
+		}
+		if w.Gone {
+			res.Gone++
+		}
 		vs := checkWatch(w, l, cfg)
 		res.Violations = append(res.Violations, vs...)
 		if len(res.Violations) > 20 {
