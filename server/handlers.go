@@ -470,11 +470,16 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 		wo, rule := s.writeOptions(ev)
 		wo.Precondition.Revision = curRev
 		out, err := s.cfg.Store.Update(ctx, ev, wo)
+		if errors.Is(err, storage.ErrConflict) && want != 0 {
+			// Changed since the read: the revision named is not current.
+			conflict()
+			return
+		}
 		if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
-			if want != 0 {
-				conflict()
-				return
-			}
+			// Changed or deleted since the read: read it again. A deletion
+			// is not a conflict even when the client named a revision:
+			// kube-apiserver's next attempt finds the event missing and
+			// creates it (PUT) or answers 404 (patch), and so does ours.
 			continue
 		}
 		if err != nil {
@@ -882,32 +887,47 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, rr resourceReque
 		writeStatus(w, se)
 		return
 	}
+	// Without a resourceVersion precondition a delete that races a write
+	// reads again, as kube-apiserver's does, rather than answer 409.
+	for attempt := 1; s.deleteOnce(w, r, rr, opts, attempt == maxUpdateRetries); attempt++ {
+	}
+}
+
+// deleteOnce reads rr's event and deletes that revision of it, answering
+// the request, unless the delete lost a race to a write while opts has no
+// resourceVersion precondition and this is not the last attempt: then it
+// answers nothing and returns true, so that the caller tries again.
+func (s *Server) deleteOnce(w http.ResponseWriter, r *http.Request, rr resourceRequest, opts *metav1.DeleteOptions, last bool) (retry bool) {
 	ctx := r.Context()
 	cur, err := s.cfg.Store.Get(ctx, rr.namespace, rr.name)
 	if err != nil {
 		writeStatus(w, statusError(err, rr, rr.name))
-		return
+		return false
 	}
 	if p := opts.Preconditions; p != nil {
 		if p.UID != nil && *p.UID != cur.UID {
 			writeStatus(w, apierrors.NewConflict(rr.version.GroupResource(), rr.name,
 				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, cur.UID)))
-			return
+			return false
 		}
 		if p.ResourceVersion != nil && *p.ResourceVersion != cur.ResourceVersion {
 			writeStatus(w, apierrors.NewConflict(rr.version.GroupResource(), rr.name,
 				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, cur.ResourceVersion)))
-			return
+			return false
 		}
 	}
 	if len(opts.DryRun) == 0 {
 		rev, _ := strconv.ParseInt(cur.ResourceVersion, 10, 64)
 		if _, err := s.cfg.Store.Delete(ctx, rr.namespace, rr.name, storage.Preconditions{Revision: rev}); err != nil {
+			named := opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil
+			if errors.Is(err, storage.ErrConflict) && !named && !last {
+				return true
+			}
 			if errors.Is(err, storage.ErrConflict) {
 				err = apierrors.NewConflict(rr.version.GroupResource(), rr.name, errors.New(registryOptimisticLockMsg))
 			}
 			writeStatus(w, statusError(err, rr, rr.name))
-			return
+			return false
 		}
 	}
 	writeObject(w, statusOutputOf(w), http.StatusOK, &metav1.Status{
@@ -915,6 +935,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, rr resourceReque
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Name: rr.name, Group: rr.version.Group(), Kind: "events", UID: cur.UID},
 	})
+	return false
 }
 
 // deleteCollection deletes every event the selectors match and returns
