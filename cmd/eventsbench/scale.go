@@ -32,8 +32,16 @@ import (
 // straight into the store (pebble) or into etcd, then eventsd started over
 // them and measured.
 type scaleConfig struct {
-	// Eventsd is the eventsd binary.
-	Eventsd string
+	// Eventsd are the eventsd binaries: each start of the series runs the
+	// next, in turn, so that a change is measured interleaved with its
+	// reference over the same store.
+	Eventsd []string
+	// EventsdArgs are extra flags for every eventsd.
+	EventsdArgs []string
+	// Reuse, when set, is a filled store to measure instead of filling
+	// one (pebble: its data directory; etcd: etcd's); Events then has the
+	// one count it holds.
+	Reuse string
 	// Backend is pebble or etcd.
 	Backend string
 	// Events are the store sizes, measured one after the other, each in a
@@ -105,6 +113,8 @@ type scalePoint struct {
 
 // scaleStart is one start of eventsd over a filled store.
 type scaleStart struct {
+	// Binary is the eventsd binary started.
+	Binary string `json:"eventsd"`
 	// StartS is exec to /readyz passing.
 	StartS   float64 `json:"start_s"`
 	RSSReady int64   `json:"rss_ready_bytes"`
@@ -158,7 +168,9 @@ the same once its CPU has settled, RSS and the store's disk use.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Eventsd, "eventsd", "", "eventsd binary.")
+	f.StringSliceVar(&cfg.Eventsd, "eventsd", nil, "eventsd binaries; with several, the starts alternate between them (a change interleaved with its reference).")
+	f.StringSliceVar(&cfg.EventsdArgs, "eventsd-args", nil, "Extra flags for eventsd (comma-separated).")
+	f.StringVar(&cfg.Reuse, "reuse", "", "Measure this filled store (pebble's data directory, or etcd's) instead of filling one; --events is its one count. It is not removed.")
 	f.StringVar(&cfg.Backend, "backend", cfg.Backend, "Storage backend: pebble or etcd.")
 	f.StringSliceVar(&events, "events", []string{"1000000"}, "Store sizes, each filled and measured in a fresh data directory.")
 	f.StringVar(&cfg.Dir, "dir", cfg.Dir, "Directory for the data directories.")
@@ -189,6 +201,10 @@ func (cfg *scaleConfig) validate() error {
 		return fmt.Errorf("--backend must be %s or %s", backendPebble, backendEtcd)
 	case len(cfg.Events) == 0:
 		return errors.New("--events is required")
+	case len(cfg.Eventsd) == 0:
+		return errors.New("--eventsd is required")
+	case cfg.Reuse != "" && len(cfg.Events) != 1:
+		return errors.New("--reuse measures one store: give its count as the one --events")
 	case cfg.FillWorkers < 1 || cfg.Namespaces < 1 || cfg.ListRepeat < 1 || cfg.Restarts < 1:
 		return errors.New("--fill-workers, --namespaces, --repeat and --restarts must be at least 1")
 	}
@@ -222,7 +238,7 @@ func runScale(ctx context.Context, cfg scaleConfig) (*scaleReport, error) {
 		} else {
 			err = cfg.etcdSize(ctx, p, dir)
 		}
-		if !cfg.Keep {
+		if !cfg.Keep { // a reused store is outside dir
 			err = errors.Join(err, os.RemoveAll(dir))
 		}
 		if err != nil {
@@ -246,8 +262,31 @@ const pebbleFillMethod = "in-process pebblestore.Store.Create (eventsd's own sto
 	"from --fill-workers goroutines, grouped by the store's committer, NoSync (the store is closed cleanly before eventsd opens it)"
 
 func (cfg *scaleConfig) pebbleSize(ctx context.Context, p *scalePoint, dir string) error {
-	p.FillMethod = pebbleFillMethod
 	data := filepath.Join(dir, "data")
+	if cfg.Reuse != "" {
+		data, p.FillMethod = cfg.Reuse, "reused: "+cfg.Reuse
+	} else if err := cfg.pebbleFill(ctx, p, data); err != nil {
+		return err
+	}
+	start := func(bin string) (*child, error) {
+		extra := append([]string(nil), cfg.EventsdArgs...)
+		if cfg.Profile {
+			extra = append(extra, "--profiling")
+		}
+		return startEventsd(ctx, bin, data, extra...)
+	}
+	if err := cfg.starts(ctx, p, dir, start); err != nil {
+		return err
+	}
+	var err error
+	p.Disk, err = dirUsage(data)
+	p.DiskPerEvent = round3(float64(p.Disk.Bytes) / float64(p.Events))
+	return err
+}
+
+// pebbleFill fills a new store in data.
+func (cfg *scaleConfig) pebbleFill(ctx context.Context, p *scalePoint, data string) error {
+	p.FillMethod = pebbleFillMethod
 	st, err := pebblestore.Open(pebblestore.Options{Dir: data, DefaultTTL: fillEventTTL, NoSync: true,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -277,19 +316,7 @@ func (cfg *scaleConfig) pebbleSize(ctx context.Context, p *scalePoint, dir strin
 		return fmt.Errorf("pebble fill: %w", err)
 	}
 	cfg.logf("  filled in %.0fs (%.0f/s)", p.Fill.DurationS, p.Fill.PerSec)
-	start := func() (*child, error) {
-		var extra []string
-		if cfg.Profile {
-			extra = append(extra, "--profiling")
-		}
-		return startEventsd(ctx, cfg.Eventsd, data, extra...)
-	}
-	if err := cfg.starts(ctx, p, dir, start); err != nil {
-		return err
-	}
-	p.Disk, err = dirUsage(data)
-	p.DiskPerEvent = round3(float64(p.Disk.Bytes) / float64(p.Events))
-	return err
+	return nil
 }
 
 // etcdFillMethod describes the etcd bulk fill, for the report.
@@ -298,7 +325,6 @@ const etcdBulkFillMethod = "straight into etcd: transactions of 125 puts (etcd's
 	"--fill-workers transactions in flight over one client; one revision per transaction, not per event"
 
 func (cfg *scaleConfig) etcdSize(ctx context.Context, p *scalePoint, dir string) (err error) {
-	p.FillMethod = etcdBulkFillMethod
 	bin := cfg.EtcdBinary
 	if bin == "" {
 		if bin, err = etcdproc.Binary(); err != nil {
@@ -306,28 +332,37 @@ func (cfg *scaleConfig) etcdSize(ctx context.Context, p *scalePoint, dir string)
 		}
 	}
 	etcdDir := filepath.Join(dir, "etcd")
-	etcd, err := etcdProc{Binary: bin, Quota: cfg.EtcdQuotaBytes}.start(ctx, etcdDir)
+	if cfg.Reuse != "" {
+		etcdDir = cfg.Reuse
+	}
+	etcd, err := etcdProc{Binary: bin, Quota: cfg.EtcdQuotaBytes, StartTimeout: 20 * time.Minute}.start(ctx, etcdDir)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, etcd.stop()) }()
-	cfg.logf("etcd fill: %d events into etcd at %s (pid %d, %s), %d transactions in flight", p.Events, etcd.URL, etcd.pid(), etcdDir, cfg.FillWorkers)
-	stopProfile, err := cfg.startFillProfile()
-	if err != nil {
-		return err
+	if cfg.Reuse != "" {
+		p.FillMethod = "reused: " + cfg.Reuse
+	} else {
+		p.FillMethod = etcdBulkFillMethod
+		cfg.logf("etcd fill: %d events into etcd at %s (pid %d, %s), %d transactions in flight", p.Events, etcd.URL, etcd.pid(), etcdDir, cfg.FillWorkers)
+		stopProfile, err := cfg.startFillProfile()
+		if err != nil {
+			return err
+		}
+		p.Fill, err = etcdBulkFill(ctx, etcd.URL, etcd.pid(), cfg.fillConfigFor(p.Events))
+		if err = errors.Join(err, stopProfile()); err != nil {
+			return fmt.Errorf("etcd fill: %w", err)
+		}
+		cfg.logf("  filled in %.0fs (%.0f/s), etcd CPU %s ms/event", p.Fill.DurationS, p.Fill.PerSec, fmtPtr(p.Fill.ServerCPUMsPerEvent, 4))
 	}
-	p.Fill, err = etcdBulkFill(ctx, etcd.URL, etcd.pid(), cfg.fillConfigFor(p.Events))
-	if err = errors.Join(err, stopProfile()); err != nil {
-		return fmt.Errorf("etcd fill: %w", err)
-	}
-	cfg.logf("  filled in %.0fs (%.0f/s), etcd CPU %s ms/event", p.Fill.DurationS, p.Fill.PerSec, fmtPtr(p.Fill.ServerCPUMsPerEvent, 4))
-	start := func() (*child, error) {
+	start := func(bin string) (*child, error) {
 		args := []string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "eventsd"), "--event-ttl", "24h",
 			"--storage-backend", backendEtcd, "--etcd-servers", etcd.URL}
+		args = append(args, cfg.EventsdArgs...)
 		if cfg.Profile {
 			args = append(args, "--profiling")
 		}
-		return startChildWithin(ctx, 30*time.Minute, "eventsd on etcd", cfg.Eventsd, args, eventsdURLRE, "http", "/readyz")
+		return startChildWithin(ctx, 30*time.Minute, "eventsd on etcd", bin, args, eventsdURLRE, "http", "/readyz")
 	}
 	if err := cfg.starts(ctx, p, dir, start); err != nil {
 		return err
@@ -338,9 +373,9 @@ func (cfg *scaleConfig) etcdSize(ctx context.Context, p *scalePoint, dir string)
 	return err
 }
 
-// starts starts eventsd cfg.Restarts times over the filled store and
-// measures each start.
-func (cfg *scaleConfig) starts(ctx context.Context, p *scalePoint, dir string, start func() (*child, error)) error {
+// starts starts eventsd cfg.Restarts times over the filled store, the
+// binaries in turn, and measures each start.
+func (cfg *scaleConfig) starts(ctx context.Context, p *scalePoint, dir string, start func(bin string) (*child, error)) error {
 	const targetPod = "target-pod"
 	targetNS := namespaceName(0)
 	list := func(ev *child) (*listResult, error) {
@@ -354,10 +389,10 @@ func (cfg *scaleConfig) starts(ctx context.Context, p *scalePoint, dir string, s
 		return l, nil
 	}
 	for i := range cfg.Restarts {
-		s := &scaleStart{}
+		s := &scaleStart{Binary: cfg.Eventsd[i%len(cfg.Eventsd)]}
 		p.Starts = append(p.Starts, s)
 		t0 := time.Now()
-		ev, err := start()
+		ev, err := start(s.Binary)
 		if err != nil {
 			return err
 		}
@@ -527,7 +562,7 @@ func printScale(w io.Writer, rep *scaleReport) {
 	fmt.Fprintf(w, "\n- Command: `%s`\n- Started %s; load average %s at the start, %s at the end\n", rep.Command,
 		rep.Started.Format(time.RFC3339), rep.LoadAvg[0], rep.LoadAvg[len(rep.LoadAvg)-1])
 	fmt.Fprintf(w, "- Machine: %d CPUs, %s, Go %s\n\n", rep.Machine.NProc, rep.Machine.CPUModel, rep.Machine.GoVersion)
-	fmt.Fprintln(w, "| backend | events | fill s | fill /s | start | exec to ready s | list first ms | p50 ms | p99 ms | settled p50 ms | settled p99 ms | RSS ready | RSS settled | peak RSS | heap in use | disk | disk B/event |")
+	fmt.Fprintln(w, "| backend | events | fill s | fill /s | start (eventsd) | exec to ready s | list first ms | p50 ms | p99 ms | settled p50 ms | settled p99 ms | RSS ready | RSS settled | peak RSS | heap in use | disk | disk B/event |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, p := range rep.Sizes {
 		for i, s := range p.Starts {
@@ -535,7 +570,7 @@ func printScale(w io.Writer, rep *scaleReport) {
 			if i == 0 && p.Fill != nil {
 				fillS, fillRate = fmt.Sprintf("%.0f", p.Fill.DurationS), fmt.Sprintf("%.0f", p.Fill.PerSec)
 			}
-			row := fmt.Sprintf("| %s | %d | %s | %s | %d | %.1f |", p.Backend, p.Events, fillS, fillRate, i+1, s.StartS)
+			row := fmt.Sprintf("| %s | %d | %s | %s | %d (%s) | %.1f |", p.Backend, p.Events, fillS, fillRate, i+1, filepath.Base(s.Binary), s.StartS)
 			if s.List != nil {
 				row += fmt.Sprintf(" %.2f | %.2f | %.2f |", s.List.FirstMs, s.List.P50Ms, s.List.P99Ms)
 			} else {

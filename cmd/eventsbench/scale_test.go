@@ -23,7 +23,7 @@ func TestScaleTiny(t *testing.T) {
 	for _, backend := range []string{backendPebble, backendEtcd} {
 		t.Run(backend, func(t *testing.T) {
 			const events = 2345
-			cfg := scaleConfig{Eventsd: bin, Backend: backend, Events: []int64{events}, Dir: t.TempDir(), Keep: true,
+			cfg := scaleConfig{Eventsd: []string{bin}, Backend: backend, Events: []int64{events}, Dir: t.TempDir(), Keep: true,
 				FillWorkers: 8, Namespaces: 3, TargetCount: 10, ListRepeat: 5, Restarts: 2, SettleMax: 2 * time.Second,
 				EtcdQuotaBytes: 1 << 30, Profile: true, Command: "eventsbench scale (test)", Log: testLog{t}}
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
