@@ -273,7 +273,10 @@ func (cfg *scaleConfig) pebbleSize(ctx context.Context, p *scalePoint, dir strin
 		if cfg.Profile {
 			extra = append(extra, "--profiling")
 		}
-		return startEventsd(ctx, bin, data, extra...)
+		// Not startEventsd's 30 s: over 10M events a start that rebuilds
+		// the key presence set takes minutes on a loaded machine.
+		return startChildWithin(ctx, 30*time.Minute, "eventsd", bin,
+			append([]string{"--listen", "127.0.0.1:0", "--data-dir", data, "--event-ttl", "24h"}, extra...), eventsdURLRE, "", "/readyz")
 	}
 	if err := cfg.starts(ctx, p, dir, start); err != nil {
 		return err

@@ -1,10 +1,12 @@
 package pebblestore
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
@@ -179,31 +181,37 @@ func savePresence(fs vfs.FS, dir string, p *presence, namespaces map[string]int6
 	if p == nil || p.unknown {
 		return nil
 	}
-	b := make([]byte, 0, len(presenceMagic)+40+4*len(p.slots))
-	b = append(b, presenceMagic...)
-	b = binary.LittleEndian.AppendUint64(b, uint64(rev))
-	b = binary.LittleEndian.AppendUint64(b, p.seed)
-	b = binary.LittleEndian.AppendUint64(b, uint64(p.n))
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(p.slots)))
-	for _, f := range p.slots {
-		b = binary.LittleEndian.AppendUint32(b, f)
-	}
-	b = binary.LittleEndian.AppendUint64(b, uint64(len(namespaces)))
-	for ns, n := range namespaces {
-		b = binary.AppendUvarint(b, uint64(len(ns)))
-		b = append(b, ns...)
-		b = binary.LittleEndian.AppendUint64(b, uint64(n))
-	}
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)))
 	tmp := fs.PathJoin(dir, presenceFile+".tmp")
 	f, err := fs.Create(tmp, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		return errors.Join(err, f.Close())
+	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	// The checksum first: pebble's MemFS scrambles what it was given
+	// after writing it, in race builds, to catch callers that reuse it.
+	bw := bufio.NewWriterSize(io.MultiWriter(crc, f), 64<<10)
+	var b []byte
+	b = append(b, presenceMagic...)
+	b = binary.LittleEndian.AppendUint64(b, uint64(rev))
+	b = binary.LittleEndian.AppendUint64(b, p.seed)
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.n))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(p.slots)))
+	_, _ = bw.Write(b)
+	for _, x := range p.slots {
+		_, _ = bw.Write(binary.LittleEndian.AppendUint32(b[:0], x))
 	}
-	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+	b = binary.LittleEndian.AppendUint64(b[:0], uint64(len(namespaces)))
+	for ns, n := range namespaces {
+		b = binary.AppendUvarint(b, uint64(len(ns)))
+		b = append(b, ns...)
+		b = binary.LittleEndian.AppendUint64(b, uint64(n))
+	}
+	_, _ = bw.Write(b)
+	err = bw.Flush() // the first write error, if any
+	if err == nil {
+		_, err = f.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
+	}
+	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
 		return err
 	}
 	if err := fs.Rename(tmp, fs.PathJoin(dir, presenceFile)); err != nil {
@@ -222,7 +230,9 @@ var errNoPresenceFile = errors.New("no saved presence set")
 // takePresence reads the set savePresence left in dir, if it was saved at
 // rev and holds count keys, and removes the file either way (see
 // presenceFile). errNoPresenceFile when there is none; another error when
-// one is there but unusable (the caller rebuilds).
+// one is there but unusable (the caller rebuilds). It reads the file
+// through a small buffer straight into the set's table: reading it whole
+// first would leave a garbage copy as large as the table on the heap.
 func takePresence(fs vfs.FS, dir string, rev, count int64) (*presence, map[string]int64, error) {
 	path := fs.PathJoin(dir, presenceFile)
 	if _, err := fs.Stat(path); err != nil {
@@ -232,72 +242,113 @@ func takePresence(fs vfs.FS, dir string, rev, count int64) (*presence, map[strin
 	if err != nil {
 		return nil, nil, err
 	}
-	b, err := io.ReadAll(f)
+	p, namespaces, err := decodePresence(bufio.NewReaderSize(f, 64<<10), rev, count)
 	err = errors.Join(err, f.Close())
 	if rerr := fs.Remove(path); rerr != nil && err == nil {
 		err = fmt.Errorf("removing %s: %w", path, rerr)
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	p, namespaces, err := decodePresence(b, rev, count)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, namespaces, nil
 }
 
-func decodePresence(b []byte, rev, count int64) (*presence, map[string]int64, error) {
-	bad := errors.New("corrupt")
-	if len(b) < len(presenceMagic)+36 || !bytes.Equal(b[:len(presenceMagic)], presenceMagic) {
+// decodePresence reads what savePresence wrote, checking it against the
+// database's revision and count and its checksum.
+func decodePresence(br *bufio.Reader, rev, count int64) (*presence, map[string]int64, error) {
+	r := &summingReader{r: br, crc: crc32.New(crc32.MakeTable(crc32.Castagnoli))}
+	magic := make([]byte, len(presenceMagic))
+	if _, err := io.ReadFull(r, magic); err != nil || !bytes.Equal(magic, presenceMagic) {
 		return nil, nil, errors.New("not a presence file of this version")
 	}
-	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
-	if crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)) != sum {
-		return nil, nil, errors.New("checksum mismatch")
+	var buf [8]byte
+	u64 := func() (uint64, error) {
+		_, err := io.ReadFull(r, buf[:])
+		return binary.LittleEndian.Uint64(buf[:]), err
 	}
-	r := body[len(presenceMagic):]
-	u64 := func() uint64 {
-		if len(r) < 8 {
-			r = nil
-			return 0
+	var head [4]uint64
+	for i := range head {
+		v, err := u64()
+		if err != nil {
+			return nil, nil, fmt.Errorf("truncated: %w", err)
 		}
-		v := binary.LittleEndian.Uint64(r)
-		r = r[8:]
-		return v
+		head[i] = v
 	}
-	savedRev, seed, n, size := int64(u64()), u64(), int64(u64()), u64()
+	savedRev, seed, n, size := int64(head[0]), head[1], int64(head[2]), head[3]
 	if savedRev != rev || n != count {
 		return nil, nil, fmt.Errorf("saved at revision %d with %d keys; the database is at %d with %d", savedRev, n, rev, count)
 	}
-	if size < presenceMinSlots || size&(size-1) != 0 || uint64(len(r)) < 4*size || n*4 > int64(size)*3 {
-		return nil, nil, bad
+	if size < presenceMinSlots || size > 1<<34 || size&(size-1) != 0 || n*4 > int64(size)*3 {
+		return nil, nil, errors.New("corrupt header")
 	}
 	p := &presence{seed: seed, slots: make([]uint32, size)}
 	held := int64(0)
-	for i := range p.slots {
-		p.slots[i] = binary.LittleEndian.Uint32(r[4*i:])
-		if p.slots[i] != 0 {
-			held++
+	chunk := make([]byte, 64<<10)
+	for i := 0; i < len(p.slots); {
+		m := min(len(chunk)/4, len(p.slots)-i)
+		if _, err := io.ReadFull(r, chunk[:4*m]); err != nil {
+			return nil, nil, fmt.Errorf("truncated: %w", err)
 		}
+		for j := range m {
+			if p.slots[i+j] = binary.LittleEndian.Uint32(chunk[4*j:]); p.slots[i+j] != 0 {
+				held++
+			}
+		}
+		i += m
 	}
 	if held != n {
-		return nil, nil, bad
+		return nil, nil, fmt.Errorf("holds %d keys, its header says %d", held, n)
 	}
 	p.n = int(n)
-	r = r[4*size:]
-	namespaces := map[string]int64{}
-	for k := u64(); k > 0; k-- {
-		l, w := binary.Uvarint(r)
-		if w <= 0 || uint64(len(r)-w) < l+8 {
-			return nil, nil, bad
-		}
-		ns := string(r[w : w+int(l)])
-		r = r[w+int(l):]
-		namespaces[ns] = int64(u64())
+	k, err := u64()
+	if err != nil {
+		return nil, nil, fmt.Errorf("truncated: %w", err)
 	}
-	if len(r) != 0 {
-		return nil, nil, bad
+	namespaces := map[string]int64{}
+	for ; k > 0; k-- {
+		l, err := binary.ReadUvarint(r)
+		if err != nil || l > 1<<20 {
+			return nil, nil, errors.New("corrupt namespace")
+		}
+		ns := make([]byte, l)
+		if _, err := io.ReadFull(r, ns); err != nil {
+			return nil, nil, fmt.Errorf("truncated: %w", err)
+		}
+		v, err := u64()
+		if err != nil {
+			return nil, nil, fmt.Errorf("truncated: %w", err)
+		}
+		namespaces[string(ns)] = int64(v)
+	}
+	// The checksum covers everything before it, and ends the file.
+	if _, err := io.ReadFull(br, buf[:4]); err != nil {
+		return nil, nil, fmt.Errorf("truncated: %w", err)
+	}
+	if binary.LittleEndian.Uint32(buf[:4]) != r.crc.Sum32() {
+		return nil, nil, errors.New("checksum mismatch")
+	}
+	if _, err := br.ReadByte(); err != io.EOF {
+		return nil, nil, errors.New("data after the checksum")
 	}
 	return p, namespaces, nil
+}
+
+// summingReader reads from r, adding what it returns to crc.
+type summingReader struct {
+	r   *bufio.Reader
+	crc hash.Hash32
+}
+
+func (s *summingReader) Read(b []byte) (int, error) {
+	n, err := s.r.Read(b)
+	s.crc.Write(b[:n])
+	return n, err
+}
+
+func (s *summingReader) ReadByte() (byte, error) {
+	c, err := s.r.ReadByte()
+	if err == nil {
+		s.crc.Write([]byte{c})
+	}
+	return c, err
 }
