@@ -264,13 +264,6 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 		return nil, "", false, fmt.Errorf("pebblestore: list: %w", err)
 	}
 	defer it.Close()
-	var objs *objectReader
-	if indexed {
-		if objs, err = newObjectReader(v.snap); err != nil {
-			return nil, "", false, err
-		}
-		defer objs.close()
-	}
 	n := 0
 	for ok := it.SeekGE(seek); ok; ok = it.Next() {
 		if n++; n%1024 == 0 && ctx.Err() != nil {
@@ -286,7 +279,7 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 			if !ok {
 				continue
 			}
-			ev, err = objs.get(evNS, evName)
+			ev, err = getObject(v.snap, evNS, evName)
 			if errors.Is(err, storage.ErrNotFound) {
 				s.log.Error("index entry without object", "key", string(it.Key()))
 				continue
@@ -317,11 +310,6 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, loo
 	if err != nil {
 		return nil, "", false, err
 	}
-	objs, err := newObjectReader(v.snap)
-	if err != nil {
-		return nil, "", false, err
-	}
-	defer objs.close()
 	for i, k := range keys {
 		if limit > 0 && int64(len(items)) >= limit {
 			return items, last, i < len(keys), nil
@@ -330,7 +318,7 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, loo
 		if !ok {
 			continue
 		}
-		ev, err := objs.get(evNS, evName)
+		ev, err := getObject(v.snap, evNS, evName)
 		if errors.Is(err, storage.ErrNotFound) {
 			continue
 		}
@@ -344,44 +332,3 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, loo
 	}
 	return items, last, false, nil
 }
-
-// objectReader reads the objects of an indexed list's candidates, which
-// come in key order, through one iterator: each read is a seek forward,
-// mostly within the data block the previous one read. A point Get per
-// candidate would consult the bloom filter of every table that may hold
-// the key, and at 10M events the tables' filter blocks (about 10 bits
-// per key of every kind, well over 100 MB) do not stay in the block
-// cache, so a cold list read whole filter blocks for its 50 objects
-// (BENCHMARKS.md "Ten million events").
-type objectReader struct {
-	it  *pebble.Iterator
-	key []byte
-}
-
-func newObjectReader(snap *pebble.Snapshot) (*objectReader, error) {
-	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixObject}, UpperBound: []byte{prefixObject + 1}})
-	if err != nil {
-		return nil, fmt.Errorf("pebblestore: list: %w", err)
-	}
-	return &objectReader{it: it}, nil
-}
-
-// get returns the object namespace/name, or an error wrapping
-// storage.ErrNotFound.
-func (r *objectReader) get(namespace, name string) (*corev1.Event, error) {
-	r.key = append(append(append(append(r.key[:0], prefixObject), namespace...), '/'), name...)
-	if !r.it.SeekGE(r.key) || !bytes.Equal(r.it.Key(), r.key) {
-		if err := r.it.Error(); err != nil {
-			return nil, fmt.Errorf("pebblestore: get %s/%s: %w", namespace, name, err)
-		}
-		return nil, fmt.Errorf("event %s/%s: %w", namespace, name, storage.ErrNotFound)
-	}
-	val, err := r.it.ValueAndErr()
-	if err != nil {
-		return nil, fmt.Errorf("pebblestore: get %s/%s: %w", namespace, name, err)
-	}
-	ev, _, err := decodeObject(val)
-	return ev, err
-}
-
-func (r *objectReader) close() { _ = r.it.Close() }

@@ -14,13 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestIndexedListSeeksObjects lists one pod's events, whose objects an
-// indexed list reads by seeking one iterator from candidate to candidate:
-// names that are prefixes of one another ("e1", "e10"), another pod's
+// TestIndexedListObjects lists one pod's events, whose objects an indexed
+// list reads candidate by candidate from its index entries: names that
+// are prefixes of one another ("e1", "e10"), another pod's
 // event between them, one deleted and one in another namespace must give
 // exactly the pod's events, in key order, on every page size, and the
 // union of the regarding and related indexes (involves) the same.
-func TestIndexedListSeeksObjects(t *testing.T) {
+func TestIndexedListObjects(t *testing.T) {
 	s, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: vfs.NewMem(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
