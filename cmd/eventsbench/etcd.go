@@ -170,6 +170,10 @@ type etcdProc struct {
 	Self, Binary string
 	Quota        int64
 	NoFsync      bool
+	// StartTimeout bounds the wait for it to serve and be healthy
+	// (childStartTimeout when 0): etcd over a large existing database
+	// replays and indexes it first.
+	StartTimeout time.Duration
 }
 
 func (cfg *runConfig) etcdProc(self string) etcdProc {
@@ -221,5 +225,9 @@ func (p etcdProc) start(ctx context.Context, dataDir string) (*child, error) {
 	if p.NoFsync {
 		args = append(args, "--unsafe-no-fsync")
 	}
-	return startChildWithin(ctx, childStartTimeout, "etcd", p.Binary, args, etcdBinaryURLRE, "http", "/health")
+	timeout := p.StartTimeout
+	if timeout <= 0 {
+		timeout = childStartTimeout
+	}
+	return startChildWithin(ctx, timeout, "etcd", p.Binary, args, etcdBinaryURLRE, "http", "/health")
 }

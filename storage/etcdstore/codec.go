@@ -133,3 +133,10 @@ func provider(rest []byte) string {
 		return r
 	}, p)
 }
+
+// NewValueEncoder returns a function giving the value the store writes for
+// an event under its key (kube-apiserver's stored form, see encode), for
+// tools that load an etcd directly rather than through a Store:
+// eventsbench's bulk fill writes many per transaction. The function may
+// be called concurrently.
+func NewValueEncoder() func(ev *corev1.Event) ([]byte, error) { return newCodec().encode }

@@ -306,7 +306,7 @@ func (s *Store) commitGroup(ops []*op) {
 			}
 			s.health.logError("commit failed; the group's writes are rejected", "err", err, "writes", len(ops))
 			s.rev, s.count, s.liveBytes = startRev, startCount, startBytes
-			s.presence = s.rebuildPresence()
+			s.presence, s.commitFailed = s.rebuildPresence(), true
 			for _, o := range ops {
 				if o.err == nil {
 					o.err, o.result = err, nil

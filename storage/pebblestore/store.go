@@ -46,6 +46,12 @@ type Store struct {
 	rev      int64 // last assigned revision
 	count    int64 // stored events
 	presence *presence
+	// presenceLoaded: the last loadState took the presence set Close
+	// saved rather than rebuilding it (for tests). commitFailed: a commit
+	// failed since open, so Close does not save the set (what the
+	// database holds may differ from the committer's revision).
+	presenceLoaded bool
+	commitFailed   bool
 	// liveBytes is the stored events' bytes (storedBytes); budget and
 	// budgetWake enforce Options.MaxBytes (nil without one).
 	liveBytes  int64
@@ -217,7 +223,14 @@ func (s *Store) loadState() error {
 		}
 	}
 	if err == nil {
-		s.presence, s.loadedNamespaces, err = loadPresence(s.db, s.count)
+		s.presence, s.loadedNamespaces, err = takePresence(s.opts.FS, s.opts.Dir, s.rev, s.count)
+		s.presenceLoaded = err == nil
+		if err != nil {
+			if !errors.Is(err, errNoPresenceFile) {
+				s.log.Warn("pebblestore: the saved key presence set is unusable; rebuilding it from the TTL queue", "err", err)
+			}
+			s.presence, s.loadedNamespaces, err = loadPresence(s.db, s.count)
+		}
 	}
 	if err == nil {
 		s.liveBytes, err = s.loadStoredBytes()
@@ -442,9 +455,17 @@ func (s *Store) Close() error {
 	if s.view != nil {
 		s.unrefLocked(s.view)
 	}
+	namespaces := s.namespaces
 	s.viewMu.Unlock()
 	var err error
 	if s.db != nil {
+		// The committer has stopped: its set and the published counts are
+		// those of revision s.rev, which the database holds.
+		if !s.commitFailed && !s.popts.ReadOnly && !s.health.isBroken() {
+			if serr := savePresence(s.opts.FS, s.opts.Dir, s.presence, namespaces, s.rev); serr != nil {
+				s.log.Warn("pebblestore: could not save the key presence set; the next start rebuilds it", "err", serr)
+			}
+		}
 		err = s.db.Close()
 	}
 	s.cache.Unref()
