@@ -74,14 +74,27 @@ func browser(t *testing.T) context.Context {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
 	t.Cleanup(cancel)
-	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(cancelAlloc)
-	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	t.Cleanup(cancelBrowser)
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatalf("starting %s: %v", path, err)
+	// Chromium's start is not what these tests test, and on a loaded
+	// machine it once failed outright ("Zygote could not fork" its GPU
+	// process): a failed start is tried again, twice, each failure logged.
+	const startAttempts = 3
+	for attempt := 1; ; attempt++ {
+		actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+		bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+		err := chromedp.Do(bctx)
+		if err == nil {
+			t.Cleanup(cancelAlloc)
+			t.Cleanup(cancelBrowser)
+			return bctx
+		}
+		cancelBrowser()
+		cancelAlloc()
+		if attempt == startAttempts || ctx.Err() != nil {
+			t.Fatalf("starting %s (attempt %d of %d): %v", path, attempt, startAttempts, err)
+		}
+		t.Logf("starting %s (attempt %d of %d): %v; trying again", path, attempt, startAttempts, err)
+		time.Sleep(time.Second)
 	}
-	return bctx
 }
 
 // TestModelJS runs model.js's unit tests (testdata/model_test.js) in the
