@@ -60,11 +60,7 @@ func (c *Configuration) Validate() field.ErrorList {
 		} else if d <= 0 {
 			errs = append(errs, field.Invalid(p.Child("ttl"), r.TTL, "must be positive"))
 		}
-		for j, t := range r.Types {
-			if t != corev1.EventTypeNormal && t != corev1.EventTypeWarning {
-				errs = append(errs, field.NotSupported(p.Child("types").Index(j), t, []string{corev1.EventTypeNormal, corev1.EventTypeWarning}))
-			}
-		}
+		errs = append(errs, r.Criteria.Validate(p)...)
 		if r.Name != "" {
 			if prev, dup := names[r.Name]; dup {
 				errs = append(errs, field.Duplicate(p.Child("name"), fmt.Sprintf("%s (also rules[%d].name)", r.Name, prev)))

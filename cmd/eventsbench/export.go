@@ -236,12 +236,9 @@ func writeExportConfig(path string, sinks ...string) error {
 // runExportBench runs the three measurements. The report it returns (also
 // with an error) holds what was measured until then.
 func runExportBench(ctx context.Context, cfg exportBenchConfig) (rep *exportReport, err error) {
-	bin, err := filepath.Abs(cfg.Eventsd)
+	bin, err := eventsdBinary(cfg.Eventsd)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("--eventsd: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()

@@ -112,12 +112,9 @@ eventsd_storage_bytes, eventsd's CPU per create, wall time.`,
 }
 
 func runFoldBench(ctx context.Context, cfg foldBenchConfig) (rep *foldReport, err error) {
-	bin, err := filepath.Abs(cfg.Eventsd)
+	bin, err := eventsdBinary(cfg.Eventsd)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := os.Stat(bin); err != nil {
-		return nil, fmt.Errorf("--eventsd: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()

@@ -353,12 +353,9 @@ func runMirrorBench(ctx context.Context, cfg mirrorBenchConfig) (rep *mirrorRepo
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	eventsd, err := filepath.Abs(cfg.Eventsd)
+	eventsd, err := eventsdBinary(cfg.Eventsd)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := os.Stat(eventsd); err != nil {
-		return nil, fmt.Errorf("--eventsd: %w", err)
 	}
 	if cfg.KubeAPIServer != kubeAPIServerBuilt {
 		if cfg.KubeAPIServer, err = filepath.Abs(cfg.KubeAPIServer); err != nil {

@@ -291,12 +291,9 @@ func runBench(ctx context.Context, cfg runConfig) (rep *runReport, err error) {
 	if cfg.Eventsd == "" {
 		return nil, errors.New("--eventsd is required")
 	}
-	eventsd, err := filepath.Abs(cfg.Eventsd)
+	eventsd, err := eventsdBinary(cfg.Eventsd)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := os.Stat(eventsd); err != nil {
-		return nil, fmt.Errorf("--eventsd: %w", err)
 	}
 	self := cfg.Self
 	if self == "" {
@@ -776,6 +773,19 @@ func goals(rep *runReport, cfg runConfig) []goalCheck {
 }
 
 // writeReport writes a report as indented JSON.
+// eventsdBinary is the absolute path of --eventsd's binary, which must
+// exist.
+func eventsdBinary(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("--eventsd: %w", err)
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("--eventsd: %w", err)
+	}
+	return abs, nil
+}
+
 // finishReport prints rep (when the run got that far) with print, writes
 // it as JSON to out when out is set, and returns err joined with the
 // write's error.
