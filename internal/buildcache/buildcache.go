@@ -28,6 +28,32 @@ func Root() string {
 	return filepath.Join(dir, Subdir)
 }
 
+// ModuleDir finds the repository's directory rel (such as
+// tools/kube-apiserver, a module of its own holding a go.mod): beside this
+// package's source in the repository (go test, go run), else in the
+// working directory or one above it (a binary built with -trimpath, run
+// from a clone).
+func ModuleDir(rel string) (string, error) {
+	var candidates []string
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		candidates = append(candidates, filepath.Join(filepath.Dir(file), "..", "..", rel))
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for d := wd; ; d = filepath.Dir(d) {
+			candidates = append(candidates, filepath.Join(d, rel))
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	for _, c := range candidates {
+		if fileExists(filepath.Join(c, "go.mod")) {
+			return filepath.Clean(c), nil
+		}
+	}
+	return "", fmt.Errorf("no %s/go.mod beside this package's source or above the working directory (run from a clone of the repository)", filepath.ToSlash(rel))
+}
+
 // GoTool is the go command of the toolchain running the tests.
 func GoTool() string {
 	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {

@@ -90,24 +90,11 @@ func Cached() bool {
 // sourceDir finds tools/containerd from this file's package, else from
 // the working directory up.
 func sourceDir() (string, error) {
-	var candidates []string
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
-		candidates = append(candidates, filepath.Join(filepath.Dir(file), "..", "..", moduleDir))
+	dir, err := buildcache.ModuleDir(moduleDir)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	if wd, err := os.Getwd(); err == nil {
-		for d := wd; ; d = filepath.Dir(d) {
-			candidates = append(candidates, filepath.Join(d, moduleDir))
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	for _, c := range candidates {
-		if _, err := os.Stat(filepath.Join(c, "go.mod")); err == nil {
-			return filepath.Clean(c), nil
-		}
-	}
-	return "", fmt.Errorf("%w: no %s/go.mod beside this package's source or above the working directory", ErrUnavailable, filepath.ToSlash(moduleDir))
+	return dir, nil
 }
 
 // locate finds the sources, containerd's version and the build's key: the

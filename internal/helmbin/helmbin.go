@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -118,17 +117,13 @@ func Version(goMod []byte) (string, error) {
 	return "", fmt.Errorf("helm: no requirement of %s in %s/go.mod", helmModule, filepath.ToSlash(moduleDir))
 }
 
-// sourceDir finds tools/helm beside this package in the repository.
+// sourceDir finds tools/helm in the repository.
 func sourceDir() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok || !filepath.IsAbs(file) {
-		return "", errors.New("helm: cannot find tools/helm: this package's source path is unknown")
-	}
-	dir := filepath.Join(filepath.Dir(file), "..", "..", moduleDir)
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+	dir, err := buildcache.ModuleDir(moduleDir)
+	if err != nil {
 		return "", fmt.Errorf("helm: %w", err)
 	}
-	return filepath.Clean(dir), nil
+	return dir, nil
 }
 
 // cacheKey identifies a build: tools/helm's go.mod and go.sum (which pin
