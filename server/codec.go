@@ -360,9 +360,13 @@ func mediaType(contentType string) (string, error) {
 	return mt, err
 }
 
-// readBody reads at most maxBodyBytes of the request body.
+// readBody reads at most maxBodyBytes of the request body. A body
+// readBodyFirst has read already is handed over as it is, not copied.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierrors.StatusError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if b, ok := r.Body.(*readBody1st); ok {
+		return b.take(), nil
+	}
+	body, err := readAllSized(http.MaxBytesReader(w, r.Body, maxBodyBytes), r.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -372,6 +376,48 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierrors.Status
 	}
 	return body, nil
 }
+
+// readAllSized is io.ReadAll with its buffer sized for the n bytes the
+// request declared (its Content-Length; -1 when unknown), so that a
+// body is read into one allocation instead of a growing series. A body
+// longer than declared still reads whole (net/http does not let it).
+func readAllSized(r io.Reader, n int64) ([]byte, error) {
+	if n <= 0 || n > maxBodyBytes {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, n+1) // +1: room for the read that sees EOF
+	for {
+		m, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// readBody1st is a body readBodyFirst has read: handlers reading it
+// through readBody get its bytes without a copy, other readers read
+// them as from the request.
+type readBody1st struct {
+	bytes.Reader
+	data []byte
+}
+
+// take returns the unread rest of the body and marks it read.
+func (b *readBody1st) take() []byte {
+	rest := b.data[len(b.data)-b.Len():]
+	_, _ = b.Seek(0, io.SeekEnd)
+	return rest
+}
+
+// Close implements io.Closer.
+func (b *readBody1st) Close() error { return nil }
 
 // decodeEvent decodes a request body holding an Event of version v into
 // its core/v1 storage form. Unknown and duplicate fields are errors with
