@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -271,28 +272,54 @@ const protobufMediaType = "application/vnd.kubernetes.protobuf"
 
 // protoObject is a generated Kubernetes type with its protobuf codec.
 type protoObject interface {
-	Marshal() ([]byte, error)
+	Size() int
+	MarshalToSizedBuffer(dAtA []byte) (int, error)
 }
 
+// Protobuf field tags of runtime.Unknown (field number << 3 | wire type
+// 2, length-delimited): typeMeta, raw, contentEncoding, contentType.
+const (
+	unknownTypeMetaTag        = 1<<3 | 2
+	unknownRawTag             = 2<<3 | 2
+	unknownContentEncodingTag = 3<<3 | 2
+	unknownContentTypeTag     = 4<<3 | 2
+)
+
 // protobufEnvelope wraps obj as kube-apiserver does: "k8s\x00" and a
-// runtime.Unknown carrying the type and the object's bytes.
+// runtime.Unknown carrying the type and the object's bytes (no content
+// encoding or type). The object is encoded once, in place, into the one
+// buffer that is the answer: the bytes are runtime.Unknown's Marshal's
+// (TestProtobufEnvelopeIsUnknowns), without encoding the object apart and
+// copying it twice.
 func protobufEnvelope(obj any) ([]byte, error) {
 	po, ok := obj.(protoObject)
 	tm, ok2 := obj.(interface{ GetObjectKind() schema.ObjectKind })
 	if !ok || !ok2 {
 		return nil, fmt.Errorf("%T has no protobuf encoding", obj)
 	}
-	raw, err := po.Marshal()
-	if err != nil {
-		return nil, err
-	}
 	gvk := tm.GetObjectKind().GroupVersionKind()
-	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}, Raw: raw}
-	b, err := u.Marshal()
+	meta := runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
+	metaSize, rawSize := meta.Size(), po.Size()
+	b := make([]byte, 0, len(protobufMagic)+
+		1+varintLen(metaSize)+metaSize+1+varintLen(rawSize)+rawSize+4)
+	b = append(b, protobufMagic...)
+	b = binary.AppendUvarint(append(b, unknownTypeMetaTag), uint64(metaSize))
+	n, err := meta.MarshalToSizedBuffer(b[len(b) : len(b)+metaSize])
 	if err != nil {
 		return nil, err
 	}
-	return append(append(make([]byte, 0, len(protobufMagic)+len(b)), protobufMagic...), b...), nil
+	b = b[:len(b)+n]
+	b = binary.AppendUvarint(append(b, unknownRawTag), uint64(rawSize))
+	if n, err = po.MarshalToSizedBuffer(b[len(b) : len(b)+rawSize]); err != nil {
+		return nil, err
+	}
+	b = b[:len(b)+n]
+	return append(b, unknownContentEncodingTag, 0, unknownContentTypeTag, 0), nil
+}
+
+// varintLen is the length of v as a protobuf varint.
+func varintLen(v int) int {
+	return len(binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64), uint64(v)))
 }
 
 // writeObject writes obj with status in the negotiated plain format.
