@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -271,28 +272,54 @@ const protobufMediaType = "application/vnd.kubernetes.protobuf"
 
 // protoObject is a generated Kubernetes type with its protobuf codec.
 type protoObject interface {
-	Marshal() ([]byte, error)
+	Size() int
+	MarshalToSizedBuffer(dAtA []byte) (int, error)
 }
 
+// Protobuf field tags of runtime.Unknown (field number << 3 | wire type
+// 2, length-delimited): typeMeta, raw, contentEncoding, contentType.
+const (
+	unknownTypeMetaTag        = 1<<3 | 2
+	unknownRawTag             = 2<<3 | 2
+	unknownContentEncodingTag = 3<<3 | 2
+	unknownContentTypeTag     = 4<<3 | 2
+)
+
 // protobufEnvelope wraps obj as kube-apiserver does: "k8s\x00" and a
-// runtime.Unknown carrying the type and the object's bytes.
+// runtime.Unknown carrying the type and the object's bytes (no content
+// encoding or type). The object is encoded once, in place, into the one
+// buffer that is the answer: the bytes are runtime.Unknown's Marshal's
+// (TestProtobufEnvelopeIsUnknowns), without encoding the object apart and
+// copying it twice.
 func protobufEnvelope(obj any) ([]byte, error) {
 	po, ok := obj.(protoObject)
 	tm, ok2 := obj.(interface{ GetObjectKind() schema.ObjectKind })
 	if !ok || !ok2 {
 		return nil, fmt.Errorf("%T has no protobuf encoding", obj)
 	}
-	raw, err := po.Marshal()
-	if err != nil {
-		return nil, err
-	}
 	gvk := tm.GetObjectKind().GroupVersionKind()
-	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}, Raw: raw}
-	b, err := u.Marshal()
+	meta := runtime.TypeMeta{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind}
+	metaSize, rawSize := meta.Size(), po.Size()
+	b := make([]byte, 0, len(protobufMagic)+
+		1+varintLen(metaSize)+metaSize+1+varintLen(rawSize)+rawSize+4)
+	b = append(b, protobufMagic...)
+	b = binary.AppendUvarint(append(b, unknownTypeMetaTag), uint64(metaSize))
+	n, err := meta.MarshalToSizedBuffer(b[len(b) : len(b)+metaSize])
 	if err != nil {
 		return nil, err
 	}
-	return append(append(make([]byte, 0, len(protobufMagic)+len(b)), protobufMagic...), b...), nil
+	b = b[:len(b)+n]
+	b = binary.AppendUvarint(append(b, unknownRawTag), uint64(rawSize))
+	if n, err = po.MarshalToSizedBuffer(b[len(b) : len(b)+rawSize]); err != nil {
+		return nil, err
+	}
+	b = b[:len(b)+n]
+	return append(b, unknownContentEncodingTag, 0, unknownContentTypeTag, 0), nil
+}
+
+// varintLen is the length of v as a protobuf varint.
+func varintLen(v int) int {
+	return len(binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64), uint64(v)))
 }
 
 // writeObject writes obj with status in the negotiated plain format.
@@ -360,9 +387,13 @@ func mediaType(contentType string) (string, error) {
 	return mt, err
 }
 
-// readBody reads at most maxBodyBytes of the request body.
+// readBody reads at most maxBodyBytes of the request body. A body
+// readBodyFirst has read already is handed over as it is, not copied.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierrors.StatusError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if b, ok := r.Body.(*readBody1st); ok {
+		return b.take(), nil
+	}
+	body, err := readAllSized(http.MaxBytesReader(w, r.Body, maxBodyBytes), r.ContentLength)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -372,6 +403,48 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apierrors.Status
 	}
 	return body, nil
 }
+
+// readAllSized is io.ReadAll with its buffer sized for the n bytes the
+// request declared (its Content-Length; -1 when unknown), so that a
+// body is read into one allocation instead of a growing series. A body
+// longer than declared still reads whole (net/http does not let it).
+func readAllSized(r io.Reader, n int64) ([]byte, error) {
+	if n <= 0 || n > maxBodyBytes {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, n+1) // +1: room for the read that sees EOF
+	for {
+		m, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+// readBody1st is a body readBodyFirst has read: handlers reading it
+// through readBody get its bytes without a copy, other readers read
+// them as from the request.
+type readBody1st struct {
+	bytes.Reader
+	data []byte
+}
+
+// take returns the unread rest of the body and marks it read.
+func (b *readBody1st) take() []byte {
+	rest := b.data[len(b.data)-b.Len():]
+	_, _ = b.Seek(0, io.SeekEnd)
+	return rest
+}
+
+// Close implements io.Closer.
+func (b *readBody1st) Close() error { return nil }
 
 // decodeEvent decodes a request body holding an Event of version v into
 // its core/v1 storage form. Unknown and duplicate fields are errors with

@@ -241,7 +241,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, rr resourceRequest)
 // form with the URL's namespace, and the warnings decoding produced. On
 // failure it has written the error response and returns ok=false.
 func decodeWrite(w http.ResponseWriter, r *http.Request, rr resourceRequest, optionsKind string) (ev *corev1.Event, opts writeOptions, warnings []string, ok bool) {
-	opts, se := parseWriteOptions(r.URL.Query(), optionsKind, false)
+	opts, se := parseWriteOptions(rr.query, optionsKind, false)
 	var body []byte
 	if se == nil {
 		body, se = readBody(w, r)
@@ -519,7 +519,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		writeStatus(w, se)
 		return
 	}
-	opts, se := parseWriteOptions(r.URL.Query(), "PatchOptions", false)
+	opts, se := parseWriteOptions(rr.query, "PatchOptions", false)
 	if se != nil {
 		writeStatus(w, se)
 		return
@@ -952,7 +952,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 		writeStatus(w, se)
 		return
 	}
-	lo, se := parseListOptions(r.URL.Query(), rr, eventapi.Extensions(!s.cfg.DisableExtensions))
+	lo, se := parseListOptions(rr.query, rr, eventapi.Extensions(!s.cfg.DisableExtensions))
 	if se != nil {
 		writeStatus(w, se)
 		return
@@ -1065,7 +1065,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest
 		writeStatus(w, se)
 		return
 	}
-	lo, se := parseListOptions(r.URL.Query(), rr, eventapi.Extensions(!s.cfg.DisableExtensions))
+	lo, se := parseListOptions(rr.query, rr, eventapi.Extensions(!s.cfg.DisableExtensions))
 	if se != nil {
 		writeStatus(w, se)
 		return

@@ -77,7 +77,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request, rr resourceReques
 		writeStatus(w, se)
 		return
 	}
-	opts, se := parseWriteOptions(r.URL.Query(), "PatchOptions", true)
+	opts, se := parseWriteOptions(rr.query, "PatchOptions", true)
 	if se != nil {
 		writeStatus(w, se)
 		return

@@ -33,6 +33,9 @@ type resourceRequest struct {
 	version   eventapi.Version
 	namespace string // empty: all namespaces
 	name      string // empty: the collection
+	// query is the request's query, parsed once (resolveVerb) for
+	// everything that reads it.
+	query url.Values
 }
 
 // parseResourcePath recognises
@@ -75,10 +78,12 @@ func parseResourcePath(p string) (rr resourceRequest, watchPath, ok bool) {
 	return rr, watchPath, true
 }
 
-// resolveVerb maps the HTTP method (and watch flags) to a verb; ok=false
-// means the method is not allowed on this path.
+// resolveVerb maps the HTTP method (and watch flags) to a verb, and
+// parses the query into rr.query; ok=false means the method is not
+// allowed on this path.
 func resolveVerb(r *http.Request, rr *resourceRequest, watchPath bool) bool {
-	watchParam, _ := queryBool(r.URL.Query(), "watch")
+	rr.query = r.URL.Query()
+	watchParam, _ := queryBool(rr.query, "watch")
 	isWatch := watchPath || watchParam
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:

@@ -295,7 +295,7 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rr resour
 			return
 		}
 	}
-	s.withTimeout(rec, r, func(w http.ResponseWriter, r *http.Request) {
+	s.withTimeout(rec, r, rr.query, func(w http.ResponseWriter, r *http.Request) {
 		if !limit.tryAcquire() {
 			s.metrics.rejected.WithLabelValues(class).Inc()
 			s.rejectLog.Warn("request refused: too many requests in flight", "class", class, "verb", rr.verb)

@@ -5,11 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 
@@ -68,12 +67,14 @@ func (s *Server) readBodyFirst(w http.ResponseWriter, r *http.Request) (ok bool)
 		writeStatus(w, se)
 		return false
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
+	rb := &readBody1st{data: body}
+	rb.Reset(body)
+	r.Body = rb
 	return true
 }
 
-// withTimeout runs h with the request timeout (or the request's shorter
-// timeout parameter), as kube-apiserver's timeout filter does: h runs in
+// withTimeout runs h with the request timeout (or the shorter timeout
+// parameter of the request's query q), as kube-apiserver's timeout filter does: h runs in
 // a worker goroutine and writes into a buffer; if it has not finished
 // when the timeout fires on the Config's clock, its context is cancelled,
 // the client gets kube-apiserver's 504 at once and whatever h writes
@@ -85,9 +86,9 @@ func (s *Server) readBodyFirst(w http.ResponseWriter, r *http.Request) (ok bool)
 //
 // The workers are kept (handlerPool): a fresh goroutine per request grew
 // its stack on every decode, about 20% more CPU per create.
-func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
+func (s *Server) withTimeout(w http.ResponseWriter, r *http.Request, q url.Values, h func(http.ResponseWriter, *http.Request)) {
 	timeout := s.cfg.RequestTimeout
-	if t := timeoutParam(r); t != "" {
+	if t := q.Get("timeout"); t != "" {
 		// kube-apiserver's request deadline: the client's timeout
 		// parameter, when shorter than --request-timeout.
 		d, err := time.ParseDuration(t)
@@ -167,15 +168,6 @@ func recovered(f func()) (p *handlerPanic) {
 	}()
 	f()
 	return nil
-}
-
-// timeoutParam returns r's timeout query parameter, without parsing the
-// query of the many requests that have none.
-func timeoutParam(r *http.Request) string {
-	if !strings.Contains(r.URL.RawQuery, "timeout=") {
-		return ""
-	}
-	return r.URL.Query().Get("timeout")
 }
 
 // requestTimedOut is kube-apiserver's answer to a request that outlived

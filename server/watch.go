@@ -30,7 +30,7 @@ type watchParams struct {
 }
 
 func (s *Server) parseWatch(r *http.Request, rr resourceRequest) (watchParams, *apierrors.StatusError) {
-	q := r.URL.Query()
+	q := rr.query
 	var p watchParams
 	sel, se := parseSelector(q, rr, eventapi.Extensions(!s.cfg.DisableExtensions))
 	if se != nil {

@@ -206,7 +206,7 @@ func (st *objState) event() (*corev1.Event, error) {
 }
 
 type group struct {
-	batch   *pebble.Batch
+	batch   *sortedBatch
 	states  map[string]*objState
 	entries []entry
 	now     time.Time
@@ -277,19 +277,22 @@ func (s *Store) commitGroup(ops []*op) {
 		return
 	}
 	g := &group{
-		batch:  s.db.NewBatch(),
+		batch:  &sortedBatch{b: s.db.NewBatch(), staged: s.staging[:0]},
 		states: make(map[string]*objState, len(ops)),
 		now:    s.clock.Now(),
 	}
-	defer g.batch.Close()
+	defer func() {
+		_ = g.batch.b.Close()
+		s.staging = g.batch.staged[:0] // kept for the next group
+	}()
 	startRev, startCount, startBytes := s.rev, s.count, s.liveBytes
 	for _, o := range ops {
 		o.err = s.stage(g, o)
 	}
 	if !g.batch.Empty() {
-		_ = g.batch.Set(metaRevision, revBytes(s.rev), nil)
-		_ = g.batch.Set(metaCount, revBytes(s.count), nil)
-		_ = g.batch.Set(metaBytes, revBytes(s.liveBytes), nil)
+		g.batch.Set(metaRevision, revBytes(s.rev))
+		g.batch.Set(metaCount, revBytes(s.count))
+		g.batch.Set(metaBytes, revBytes(s.liveBytes))
 		wo := pebble.Sync
 		if s.opts.NoSync {
 			wo = pebble.NoSync
@@ -348,12 +351,12 @@ func estimateBytes(ops []*op) int {
 // stage adds o's writes to the group's batch.
 func (s *Store) stage(g *group, o *op) error {
 	if o.kind == opCursor {
-		_ = g.batch.Set(cursorKey(o.name), revBytes(o.cursorRev), nil)
+		g.batch.Set(cursorKey(o.name), revBytes(o.cursorRev))
 		return nil
 	}
 	if o.kind == opTrim {
-		_ = g.batch.DeleteRange(logKey(0), logKey(o.trimTo), nil)
-		_ = g.batch.Set(metaOldest, revBytes(o.trimTo), nil)
+		g.batch.DeleteRange(logKey(0), logKey(o.trimTo))
+		g.batch.Set(metaOldest, revBytes(o.trimTo))
 		g.trimTo = o.trimTo
 		return nil
 	}
@@ -445,8 +448,8 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 	}
 	rev := s.rev + 1
 	expiry := g.now.Add(o.ttl).UnixNano()
-	_ = b.Set(key, encodeObject(rev, expiry, o.proto), nil)
-	_ = b.Set(expiryKey(expiry, sfx), revBytes(rev), nil)
+	b.Set(key, encodeObject(rev, expiry, o.proto))
+	b.Set(expiryKey(expiry, sfx), revBytes(rev))
 	newIdx := indexKeys(o.ev, sfx)
 	s.liveBytes += storedBytes(key, len(o.proto), newIdx)
 	typ := watch.Added
@@ -455,28 +458,28 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 		if cur.expiry != expiry {
 			// Equal when a clock did not move (a fake one): the entry
 			// just set is the one to keep.
-			_ = b.Delete(expiryKey(cur.expiry, sfx), nil)
+			b.Delete(expiryKey(cur.expiry, sfx))
 		}
 		for _, k := range oldIdx {
 			if !containsKey(newIdx, k) {
-				_ = b.Delete(k, nil)
+				b.Delete(k)
 			}
 		}
 		for _, k := range newIdx {
 			if !containsKey(oldIdx, k) {
-				_ = b.Set(k, nil, nil)
+				b.Set(k, nil)
 			}
 		}
 		var prevProto []byte
 		if !eventapi.SameSelection(prev, o.ev) {
 			prevProto = cur.proto
 		}
-		_ = b.Set(logKey(rev), encodeLog(logModified, o.proto, prevProto), nil)
+		b.Set(logKey(rev), encodeLog(logModified, o.proto, prevProto))
 	} else {
 		for _, k := range newIdx {
-			_ = b.Set(k, nil, nil)
+			b.Set(k, nil)
 		}
-		_ = b.Set(logKey(rev), encodeLogRef(sfx), nil)
+		b.Set(logKey(rev), encodeLogRef(sfx))
 		s.count++
 		g.countIn(o.ev.Namespace, 1)
 		s.presence.add(key)
@@ -509,14 +512,14 @@ func (s *Store) remove(g *group, o *op, key []byte, cur *objState) error {
 		return err
 	}
 	rev := s.rev + 1
-	_ = b.Delete(key, nil)
-	_ = b.Delete(expiryKey(cur.expiry, sfx), nil)
+	b.Delete(key)
+	b.Delete(expiryKey(cur.expiry, sfx))
 	lastIdx := indexKeys(last, sfx)
 	for _, k := range lastIdx {
-		_ = b.Delete(k, nil)
+		b.Delete(k)
 	}
 	s.liveBytes -= storedBytes(key, len(cur.proto), lastIdx)
-	_ = b.Set(logKey(rev), encodeLog(logDeleted, cur.proto, nil), nil)
+	b.Set(logKey(rev), encodeLog(logDeleted, cur.proto, nil))
 	s.rev = rev
 	s.count--
 	g.countIn(last.Namespace, -1)
@@ -561,7 +564,7 @@ func (s *Store) materializeCreate(g *group, cur *objState) error {
 			return nil
 		}
 	}
-	_ = g.batch.Set(logKey(cur.rev), encodeLog(logAdded, cur.proto, nil), nil)
+	g.batch.Set(logKey(cur.rev), encodeLog(logAdded, cur.proto, nil))
 	cur.logRef = logRefNo
 	return nil
 }

@@ -60,7 +60,10 @@ func expiryKey(expiry int64, sfx []byte) []byte {
 // The value is escaped (0x00 → 0x00 0xff) and terminated by 0x00 0x01, so
 // that no value's prefix is another value's and order is preserved.
 func indexPrefix(id index.ID, value string) []byte {
-	k := make([]byte, 0, 4+len(value))
+	return appendIndexPrefix(make([]byte, 0, 4+len(value)), id, value)
+}
+
+func appendIndexPrefix(k []byte, id index.ID, value string) []byte {
 	k = append(k, prefixIndex, byte(id))
 	for i := 0; i < len(value); i++ {
 		k = append(k, value[i])
@@ -71,8 +74,10 @@ func indexPrefix(id index.ID, value string) []byte {
 	return append(k, 0, 1)
 }
 
+// indexKey is indexPrefix(id, value) followed by sfx, in one allocation
+// (a write makes one per index entry).
 func indexKey(id index.ID, value string, sfx []byte) []byte {
-	return append(indexPrefix(id, value), sfx...)
+	return append(appendIndexPrefix(make([]byte, 0, 4+len(value)+len(sfx)), id, value), sfx...)
 }
 
 // indexes are the indexes pebble keeps on disk: the shared package's Base

@@ -57,6 +57,8 @@ type Store struct {
 	liveBytes  int64
 	budget     *budget.Budget
 	budgetWake chan struct{}
+	// staging is the sortedBatch's staging area, kept between groups.
+	staging []stagedWrite
 
 	// Published state.
 	durableRev atomic.Int64
