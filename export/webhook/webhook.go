@@ -316,8 +316,8 @@ func (s *Sink) Send(ctx context.Context, batch []export.Record) error {
 }
 
 // encodeRecords writes batch as a JSON array, each record as its
-// MarshalJSON writes it (json.Marshal of the slice would scan each
-// record's JSON again to compact it).
+// MarshalJSON writes it, into one buffer (json.Marshal of the slice would
+// scan each record's JSON again to compact it).
 func encodeRecords(batch []export.Record) ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('[')
@@ -325,11 +325,9 @@ func encodeRecords(batch []export.Record) ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		j, err := r.MarshalJSON()
-		if err != nil {
+		if err := r.WriteJSON(&b); err != nil {
 			return nil, fmt.Errorf("record %s: %w", r.Key, err)
 		}
-		b.Write(j)
 	}
 	b.WriteByte(']')
 	return b.Bytes(), nil
