@@ -1,9 +1,8 @@
 // Package otlp is the export sink that sends event changes to an
 // OpenTelemetry collector as OTLP logs, over gRPC or HTTP (protobuf).
 //
-// The sink encodes each batch itself, straight from the events into the
-// protocol's wire format (the bytes protobuf-go writes for the protocol's
-// generated ExportLogsServiceRequest), and sends it with the logs
+// The sink builds each batch straight from the events into the protocol's
+// generated types (an ExportLogsServiceRequest), and sends it with the logs
 // service's generated gRPC client (go.opentelemetry.io/proto/otlp) or as
 // an OTLP/HTTP protobuf POST. It used to build the OpenTelemetry Go SDK's
 // log records and export them with the SDK's OTLP log exporters; what a
