@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,6 +48,18 @@ type jsonRecord struct {
 // where event is the core/v1 Event, with apiVersion and kind.
 func (r Record) MarshalJSON() ([]byte, error) {
 	return json.Marshal(jsonRecord{Key: r.Key, Type: r.Type, Revision: strconv.FormatInt(r.Revision, 10), Event: r.Event})
+}
+
+// WriteJSON appends to buf what MarshalJSON returns, without the copy
+// of each record json.Marshal makes: the webhook and file sinks encode
+// their batches with it.
+func (r Record) WriteJSON(buf *bytes.Buffer) error {
+	// An Encoder escapes as Marshal does; it writes nothing on error.
+	if err := json.NewEncoder(buf).Encode(jsonRecord{Key: r.Key, Type: r.Type, Revision: strconv.FormatInt(r.Revision, 10), Event: r.Event}); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 1) // Encode ends the value with a newline
+	return nil
 }
 
 // UnmarshalJSON reads what MarshalJSON writes (for receivers and tests).

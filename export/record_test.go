@@ -1,9 +1,11 @@
 package export_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/export"
@@ -68,5 +70,37 @@ func TestFilterMatches(t *testing.T) {
 	f := export.Filter{Criteria: eventapi.Criteria{Types: []string{"Warn"}}}
 	if errs := f.Validate(nil); len(errs) != 1 || !strings.Contains(errs[0].Error(), `types[0]: Unsupported value: "Warn"`) {
 		t.Errorf("Validate = %v", errs)
+	}
+}
+
+// TestRecordWriteJSON: WriteJSON appends exactly MarshalJSON's bytes,
+// escaping included, after what the buffer holds.
+func TestRecordWriteJSON(t *testing.T) {
+	full := &corev1.Event{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web.1", UID: "u1", ResourceVersion: "42",
+			CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)),
+			Labels:            map[string]string{"b": "2", "a": "1"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
+				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:count": {}, "f:message":{}}`)}}}},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "web"},
+		Reason:         "BackOff", Message: "<b>&\u2028 ünïcødé \"quoted\"\n", Count: 600, Type: corev1.EventTypeWarning,
+		EventTime: metav1.NewMicroTime(time.Date(2026, 11, 24, 10, 0, 0, 123456000, time.UTC))}
+	for _, r := range []export.Record{
+		{Key: "u1/42", Type: watch.Modified, Revision: 42, Event: full},
+		{Key: "u2/7", Type: watch.Deleted, Revision: 7, Event: &corev1.Event{}},
+		{Key: "", Type: watch.Added, Revision: 0, Event: nil},
+	} {
+		want, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		buf.WriteString("prefix,")
+		if err := r.WriteJSON(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if got := buf.String(); got != "prefix,"+string(want) {
+			t.Errorf("WriteJSON:\n%s\nwant\nprefix,%s", got, want)
+		}
 	}
 }

@@ -267,11 +267,10 @@ func (s *Sink) Send(ctx context.Context, batch []export.Record) error {
 	s.buf.Reset()
 	for _, r := range batch {
 		start := s.buf.Len()
-		b, err := r.MarshalJSON()
-		if err != nil {
+		if err := r.WriteJSON(&s.buf); err != nil {
+			s.buf.Truncate(start)
 			return fmt.Errorf("file sink %s: encoding record %s: %w: %w", s.path, r.Key, export.ErrRejected, err)
 		}
-		s.buf.Write(b)
 		s.buf.WriteByte('\n')
 		if s.size+int64(start) > 0 && s.size+int64(s.buf.Len()) > s.maxSize {
 			// The line does not fit: write what does, rotate, and

@@ -6,22 +6,25 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
-	sdklog "go.opentelemetry.io/otel/sdk/log"
 	collogpb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
 
 	"github.com/kubevents/kubevents/export"
 )
@@ -30,39 +33,69 @@ import (
 // configuration file.
 type Options struct {
 	// Version is the instrumentation scope version on the exported
-	// records (kubevents' build version); empty leaves it unset.
+	// records (kubevents' build version); empty leaves it unset. It is
+	// also in the User-Agent.
 	Version string
+	// Clock reads the records' observed timestamps. Default the real
+	// clock.
+	Clock clock.PassiveClock
 }
 
 // Sink sends batches of event changes to an OpenTelemetry collector. It
 // implements export.Sink.
 type Sink struct {
-	exporter sdklog.Exporter
-	builder  *recordBuilder
+	encoder *encoder
+	// send delivers one request: sendGRPC or sendHTTP.
+	send func(ctx context.Context, req *collogpb.ExportLogsServiceRequest) (*outcome, error)
 	// target names the collector in errors.
-	target string
-	// transport is the HTTP transport the sink created (nil for grpc),
-	// whose idle connections Close closes.
+	target  string
+	timeout time.Duration
+
+	// gRPC: the connection, its client and the metadata of every call.
+	conn     *grpc.ClientConn
+	client   collogpb.LogsServiceClient
+	metadata metadata.MD
+
+	// HTTP: the URL, the request headers, the client, and the transport
+	// the sink created, whose idle connections Close closes.
+	url       string
+	header    http.Header
+	http      *http.Client
 	transport *http.Transport
 }
 
 var _ export.Sink = (*Sink)(nil)
 
-// closeTimeout bounds Close's wait for the exporter to shut down; nothing
-// is in flight by then (Send is synchronous), so it only closes
-// connections.
-const closeTimeout = 5 * time.Second
-
-// maxResponseBytes bounds how much of a collector's successful HTTP
-// response is read to learn about partial success: the response is a
-// small protobuf message.
+// maxResponseBytes bounds how much of a collector's HTTP response is read:
+// a success is a small protobuf message, a failure a google.rpc.Status.
 const maxResponseBytes = 64 << 10
+
+// errorBodyBytes is how much of a failed HTTP answer's body an error
+// quotes when it is not a google.rpc.Status.
+const errorBodyBytes = 512
+
+// userAgent is the User-Agent of a sink of kubevents version v.
+func userAgent(v string) string {
+	if v == "" {
+		return "kubevents-export"
+	}
+	return "kubevents-export/" + v
+}
 
 // New validates cfg, reads its TLS files and returns a sink. It does not
 // connect: the first Send does.
+//
+// The sink encodes each batch itself into OTLP's generated types and
+// sends it with the protocol's own gRPC client (collector/logs/v1), or
+// POSTs it as protobuf for http, as the OpenTelemetry SDK's OTLP log
+// exporters do; nothing is read from OTEL_* environment variables, so
+// that the configuration file alone decides.
 func New(cfg Config, opts Options) (*Sink, error) {
 	if errs := cfg.Validate(field.NewPath("otlp")); len(errs) > 0 {
 		return nil, fmt.Errorf("otlp sink: invalid configuration: %w", errs.ToAggregate())
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
 	}
 	var tlsCfg *tls.Config
 	if cfg.TLS != nil || !cfg.Insecure {
@@ -71,29 +104,23 @@ func New(cfg Config, opts Options) (*Sink, error) {
 			return nil, fmt.Errorf("otlp sink: %w", err)
 		}
 	}
-	s := &Sink{builder: newRecordBuilder(opts.Version), target: cfg.Endpoint}
-	// The exporters fall back to OTEL_EXPORTER_OTLP_* environment
-	// variables for every option not given; every option that matters is
-	// given, so that the configuration file alone decides.
-	// The exporters' own retry is off (see the package documentation).
-	noRetry := otlploggrpc.RetryConfig{Enabled: false}
-	var err error
+	s := &Sink{encoder: newEncoder(opts.Version, opts.Clock.Now), target: cfg.Endpoint, timeout: cfg.timeout()}
 	switch cfg.protocol() {
 	case ProtocolGRPC:
-		o := []otlploggrpc.Option{
-			otlploggrpc.WithEndpoint(cfg.Endpoint),
-			otlploggrpc.WithHeaders(cfg.Headers),
-			otlploggrpc.WithTimeout(cfg.timeout()),
-			otlploggrpc.WithRetry(noRetry),
-			otlploggrpc.WithDialOption(grpc.WithUnaryInterceptor(recordGRPCOutcome)),
+		creds := insecure.NewCredentials()
+		if !cfg.Insecure {
+			creds = credentials.NewTLS(tlsCfg)
 		}
-		if cfg.Insecure {
-			o = append(o, otlploggrpc.WithInsecure())
-		} else {
-			o = append(o, otlploggrpc.WithTLSCredentials(credentials.NewTLS(tlsCfg)))
+		// NewClient only parses the options: grpc connects lazily.
+		conn, err := grpc.NewClient(cfg.Endpoint, grpc.WithTransportCredentials(creds), grpc.WithUserAgent(userAgent(opts.Version)))
+		if err != nil {
+			return nil, fmt.Errorf("otlp sink: creating the grpc client for %s: %w", cfg.Endpoint, err)
 		}
-		// New only parses the options: grpc connects lazily.
-		s.exporter, err = otlploggrpc.New(context.Background(), o...)
+		s.conn, s.client = conn, collogpb.NewLogsServiceClient(conn)
+		if len(cfg.Headers) > 0 {
+			s.metadata = metadata.New(cfg.Headers) // lower-cases the names
+		}
+		s.send = s.sendGRPC
 	case ProtocolHTTP:
 		u, _ := url.Parse(cfg.Endpoint) // validated above
 		if u.Path == "" || u.Path == "/" {
@@ -102,19 +129,16 @@ func New(cfg Config, opts Options) (*Sink, error) {
 		if u.Scheme == "http" {
 			tlsCfg = nil
 		}
+		s.url = u.String()
 		s.transport = newTransport(tlsCfg)
-		client := &http.Client{Transport: outcomeTransport{s.transport}, Timeout: cfg.timeout()}
-		s.exporter, err = otlploghttp.New(context.Background(),
-			otlploghttp.WithEndpointURL(u.String()),
-			otlploghttp.WithHeaders(cfg.Headers),
-			otlploghttp.WithTimeout(cfg.timeout()),
-			otlploghttp.WithCompression(otlploghttp.NoCompression),
-			otlploghttp.WithRetry(otlploghttp.RetryConfig(noRetry)),
-			otlploghttp.WithHTTPClient(client),
-		)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("otlp sink: creating the %s exporter for %s: %w", cfg.protocol(), cfg.Endpoint, err)
+		s.http = &http.Client{Transport: s.transport, Timeout: s.timeout}
+		s.header = make(http.Header, len(cfg.Headers)+2)
+		s.header.Set("User-Agent", userAgent(opts.Version))
+		for k, v := range cfg.Headers {
+			s.header.Set(k, v)
+		}
+		s.header.Set("Content-Type", "application/x-protobuf")
+		s.send = s.sendHTTP
 	}
 	return s, nil
 }
@@ -154,95 +178,79 @@ func (s *Sink) Send(ctx context.Context, batch []export.Record) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("otlp sink %s: %w", s.target, err)
 	}
-	out := &outcome{}
-	err := s.exporter.Export(context.WithValue(ctx, outcomeKey{}, out), s.builder.build(batch))
+	out, err := s.send(ctx, s.encoder.encode(batch))
 	return s.classify(out, len(batch), err)
 }
 
-// classify turns the exporter's error and what the collector answered
+// classify turns the error of a send and what the collector answered
 // into Send's result.
 func (s *Sink) classify(out *outcome, n int, err error) error {
-	if out.answered && out.accepted {
+	if err == nil {
 		if out.rejected > 0 {
 			return fmt.Errorf("otlp sink %s: %w: the collector rejected %d of %d log records: %s", s.target, export.ErrRejected, out.rejected, n, out.message)
 		}
 		// Accepted, possibly with a warning (a partial success rejecting
-		// nothing), which the exporter reports as an error.
+		// nothing).
 		return nil
 	}
-	if err == nil {
-		if !out.answered {
-			return fmt.Errorf("otlp sink %s: the exporter sent nothing for %d records", s.target, n)
-		}
-		return nil
-	}
-	if out.answered && out.refused {
+	if out.refused {
 		return fmt.Errorf("otlp sink %s: %w: %w", s.target, export.ErrRejected, err)
 	}
 	return fmt.Errorf("otlp sink %s: %w", s.target, err)
 }
 
-// Close shuts the exporter down and closes its connections.
+// Close closes the sink's connections.
 func (s *Sink) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
-	defer cancel()
-	err := s.exporter.Shutdown(ctx)
 	if s.transport != nil {
 		s.transport.CloseIdleConnections()
 	}
-	if err != nil {
-		return fmt.Errorf("otlp sink %s: close: %w", s.target, err)
+	if s.conn != nil {
+		if err := s.conn.Close(); err != nil {
+			return fmt.Errorf("otlp sink %s: close: %w", s.target, err)
+		}
 	}
 	return nil
 }
 
-// outcome is what the collector answered to one export request, recorded
-// by a gRPC interceptor or an HTTP round tripper that finds it in the
-// request's context. The exporters report only some of it in their
-// errors (partial success, for one, only as text).
+// outcome is what the collector answered to one export request.
 type outcome struct {
-	// answered: the collector sent a response (status or reply).
-	answered bool
-	// accepted: the response was a success (gRPC OK, HTTP 2xx).
-	accepted bool
-	// refused: the response refused this request itself (see the
-	// package documentation).
+	// refused: the answer refused this request itself (see the package
+	// documentation).
 	refused bool
 	// rejected and message are a partial success's.
 	rejected int64
 	message  string
 }
 
-// outcomeKey is the context key of the *outcome of a Send.
-type outcomeKey struct{}
+// partial records resp's partial success, if any, into out.
+func (out *outcome) partial(resp *collogpb.ExportLogsServiceResponse) {
+	if ps := resp.GetPartialSuccess(); ps != nil {
+		out.rejected = ps.GetRejectedLogRecords()
+		out.message = ps.GetErrorMessage()
+	}
+}
 
-// recordGRPCOutcome is a unary client interceptor recording the
-// collector's answer into the call context's outcome.
-func recordGRPCOutcome(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	err := invoker(ctx, method, req, reply, cc, opts...)
-	out, ok := ctx.Value(outcomeKey{}).(*outcome)
-	if !ok {
-		return err
+// sendGRPC exports req with the logs service's gRPC client, within the
+// timeout, with the configured headers as metadata. An error is the
+// call's; outcome says whether the collector refused the request.
+func (s *Sink) sendGRPC(ctx context.Context, req *collogpb.ExportLogsServiceRequest) (*outcome, error) {
+	out := &outcome{}
+	cctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if s.metadata != nil {
+		cctx = metadata.NewOutgoingContext(cctx, s.metadata)
 	}
+	resp, err := s.client.Export(cctx, req)
 	if err == nil {
-		out.answered, out.accepted = true, true
-		if resp, ok := reply.(*collogpb.ExportLogsServiceResponse); ok && resp.GetPartialSuccess() != nil {
-			out.rejected = resp.GetPartialSuccess().GetRejectedLogRecords()
-			out.message = resp.GetPartialSuccess().GetErrorMessage()
-		}
-		return nil
-	}
-	st, isStatus := status.FromError(err)
-	if !isStatus {
-		return err
+		out.partial(resp)
+		return out, nil
 	}
 	// A context error surfaces as a status too, but the collector did
 	// not answer it.
-	if ctx.Err() == nil {
-		out.answered = true
+	if st, ok := status.FromError(err); ok && cctx.Err() == nil {
 		out.refused = grpcRefused(st)
 	}
-	return err
+	return out, err
 }
 
 // grpcRefused reports whether st refuses the request itself: OTLP's
@@ -264,40 +272,54 @@ func grpcRefused(st *status.Status) bool {
 	return false
 }
 
-// outcomeTransport records the collector's HTTP answer into the
-// request context's outcome.
-type outcomeTransport struct {
-	next http.RoundTripper
-}
-
-// RoundTrip sends req and records the response's status and, for a
-// success, its partial success, giving the exporter an unread copy of
-// the body.
-func (t outcomeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.RoundTrip(req)
-	out, ok := req.Context().Value(outcomeKey{}).(*outcome)
-	if err != nil || !ok {
-		return resp, err
+// sendHTTP POSTs req, protobuf-encoded, to the logs URL: a 2xx answer
+// accepts it (its body may carry a partial success), 400 and 413 refuse
+// it, any other answer or a transport failure is an error to retry.
+func (s *Sink) sendHTTP(ctx context.Context, req *collogpb.ExportLogsServiceRequest) (*outcome, error) {
+	out := &outcome{}
+	body, err := proto.Marshal(req)
+	if err != nil {
+		out.refused = true // the same batch cannot be encoded later either
+		return out, fmt.Errorf("encoding the request: %w", err)
 	}
-	out.answered = true
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return out, err
+	}
+	maps.Copy(hreq.Header, s.header)
+	resp, err := s.http.Do(hreq)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	answer, rerr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	switch sc := resp.StatusCode; {
 	case sc >= 200 && sc <= 299:
-		out.accepted = true
-		body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-		_ = resp.Body.Close()
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		if rerr != nil {
-			// The collector said 2xx: the records are acknowledged
-			// whether or not the rest of its answer arrives.
-			return resp, nil
-		}
+		// The collector said 2xx: the records are acknowledged whether
+		// or not the rest of its answer arrives.
 		var msg collogpb.ExportLogsServiceResponse
-		if proto.Unmarshal(body, &msg) == nil && msg.GetPartialSuccess() != nil {
-			out.rejected = msg.GetPartialSuccess().GetRejectedLogRecords()
-			out.message = msg.GetPartialSuccess().GetErrorMessage()
+		if rerr == nil && proto.Unmarshal(answer, &msg) == nil {
+			out.partial(&msg)
 		}
+		return out, nil
 	case sc == http.StatusBadRequest, sc == http.StatusRequestEntityTooLarge:
 		out.refused = true
 	}
-	return resp, nil
+	return out, fmt.Errorf("the collector answered %s: %s", resp.Status, errorText(answer))
+}
+
+// errorText is the readable part of a failed OTLP/HTTP answer's body: a
+// google.rpc.Status's message, or the start of a text body.
+func errorText(body []byte) string {
+	var st spb.Status
+	if proto.Unmarshal(body, &st) == nil && st.GetMessage() != "" {
+		return st.GetMessage()
+	}
+	if len(body) == 0 {
+		return "(empty)"
+	}
+	if len(body) > errorBodyBytes {
+		body = body[:errorBodyBytes]
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(string(body)), "?")
 }

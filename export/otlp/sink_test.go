@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubevents/kubevents/export"
 	"github.com/kubevents/kubevents/export/otlp"
@@ -439,6 +440,33 @@ func BenchmarkSend(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.N*batchSize)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
+}
+
+// The records' observed timestamp is the sink's clock's time of the send.
+func TestObservedTimestampFromClock(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			r := otlptest.Start(t, otlptest.Options{})
+			at := time.Date(2026, 11, 24, 12, 0, 0, 42, time.UTC)
+			s, err := otlp.New(plainConfig(r, proto), otlp.Options{Clock: clocktesting.NewFakePassiveClock(at)})
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			t.Cleanup(func() { _ = s.Close() })
+			if err := s.Send(context.Background(), testBatch()); err != nil {
+				t.Fatalf("Send: %v", err)
+			}
+			recs := r.Records()
+			if len(recs) != 3 {
+				t.Fatalf("%d records, want 3", len(recs))
+			}
+			for _, rec := range recs {
+				if !rec.ObservedTimestamp.Equal(at) {
+					t.Errorf("observed timestamp %v, want the clock's %v", rec.ObservedTimestamp, at)
+				}
+			}
 		})
 	}
 }

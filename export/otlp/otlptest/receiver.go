@@ -71,6 +71,9 @@ type Options struct {
 	// Discard keeps no records (Records stays empty), so that benchmarks
 	// sending many do not hold them all.
 	Discard bool
+	// KeepRequests keeps a copy of each accepted request as received
+	// (ExportRequests), for tests comparing encodings exactly.
+	KeepRequests bool
 }
 
 // Record is a log record as received, with its resource and scope.
@@ -112,6 +115,7 @@ type Receiver struct {
 	changed  chan struct{} // closed and replaced when requests or records arrive
 	mode     Mode
 	records  []Record
+	raw      []*collogpb.ExportLogsServiceRequest
 	requests int
 	up       bool
 	grpcSrv  *grpc.Server
@@ -182,6 +186,18 @@ func (r *Receiver) Records() []Record {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Record(nil), r.records...)
+}
+
+// ExportRequests returns copies of the accepted requests kept so far
+// (Options.KeepRequests), in arrival order.
+func (r *Receiver) ExportRequests() []*collogpb.ExportLogsServiceRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*collogpb.ExportLogsServiceRequest, len(r.raw))
+	for i, req := range r.raw {
+		out[i] = proto.Clone(req).(*collogpb.ExportLogsServiceRequest)
+	}
+	return out
 }
 
 // Requests returns the number of export requests received, whatever the
@@ -348,6 +364,9 @@ func (r *Receiver) export(ctx context.Context, req *collogpb.ExportLogsServiceRe
 	r.mu.Lock()
 	if !r.opts.Discard {
 		r.records = append(r.records, recs...)
+	}
+	if r.opts.KeepRequests {
+		r.raw = append(r.raw, proto.Clone(req).(*collogpb.ExportLogsServiceRequest))
 	}
 	r.notifyLocked()
 	r.mu.Unlock()
