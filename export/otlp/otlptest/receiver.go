@@ -340,11 +340,23 @@ func (r *Receiver) export(ctx context.Context, req *collogpb.ExportLogsServiceRe
 		}
 		return nil, codes.Unavailable, errHang.Error()
 	}
+	resp := &collogpb.ExportLogsServiceResponse{}
+	if r.opts.Discard && mode == Accept {
+		// Nothing is kept: read only the idempotency keys, as a
+		// benchmark's collector on another machine would cost eventsd's
+		// machine nothing (webhooktest's KeysOnly does the same).
+		if r.opts.Observe != nil {
+			r.opts.Observe(idempotencyKeys(req))
+		}
+		r.mu.Lock()
+		r.notifyLocked()
+		r.mu.Unlock()
+		return resp, codes.OK, ""
+	}
 	recs := decode(req, protocol, headers)
 	for i := range recs {
 		recs[i].Request = request
 	}
-	resp := &collogpb.ExportLogsServiceResponse{}
 	if mode == PartialReject && len(recs) > 0 {
 		recs = recs[1:]
 		resp.PartialSuccess = &collogpb.ExportLogsPartialSuccess{RejectedLogRecords: 1, ErrorMessage: "otlptest: first record rejected"}
@@ -474,6 +486,27 @@ func decode(req *collogpb.ExportLogsServiceRequest, protocol string, headers map
 		}
 	}
 	return out
+}
+
+// idempotencyKeys returns the kubevents.idempotency_key attribute of each
+// of req's records that has one, without decoding the rest.
+func idempotencyKeys(req *collogpb.ExportLogsServiceRequest) []string {
+	var keys []string
+	for _, rl := range req.GetResourceLogs() {
+		for _, sl := range rl.GetScopeLogs() {
+			for _, lr := range sl.GetLogRecords() {
+				for _, kv := range lr.GetAttributes() {
+					if kv.GetKey() == "kubevents.idempotency_key" {
+						if v, ok := kv.GetValue().GetValue().(*commonpb.AnyValue_StringValue); ok {
+							keys = append(keys, v.StringValue)
+						}
+						break
+					}
+				}
+			}
+		}
+	}
+	return keys
 }
 
 // unixNano converts an OTLP time; 0 is unset.
