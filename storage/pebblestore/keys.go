@@ -56,19 +56,10 @@ func expiryKey(expiry int64, sfx []byte) []byte {
 	return append(k, sfx...)
 }
 
-// indexPrefix returns the key prefix under which index id holds value.
-// The value is escaped (0x00 → 0x00 0xff) and terminated by 0x00 0x01, so
-// that no value's prefix is another value's and order is preserved.
+// indexPrefix returns the key prefix under which index id holds value
+// (index.AppendEntryPrefix after the 'i' byte).
 func indexPrefix(id index.ID, value string) []byte {
-	k := make([]byte, 0, 4+len(value))
-	k = append(k, prefixIndex, byte(id))
-	for i := 0; i < len(value); i++ {
-		k = append(k, value[i])
-		if value[i] == 0 {
-			k = append(k, 0xff)
-		}
-	}
-	return append(k, 0, 1)
+	return index.AppendEntryPrefix(append(make([]byte, 0, 4+len(value)), prefixIndex), id, value)
 }
 
 func indexKey(id index.ID, value string, sfx []byte) []byte {
@@ -90,13 +81,4 @@ func indexKeys(ev *corev1.Event, sfx []byte) [][]byte {
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix p.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		end[i]++
-		if end[i] != 0 {
-			return end[:i+1]
-		}
-	}
-	return nil // p is all 0xff: no upper bound
-}
+func prefixEnd(p []byte) []byte { return index.PrefixEnd(p) }
