@@ -160,6 +160,19 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 		if err := d.Apply(0, changes); err != nil {
 			return 0, fmt.Errorf("etcdstore: %w", err)
 		}
+		if len(fetch) > 0 && 2*len(fetch) > len(resp.Kvs) {
+			// Most of the page changed (a new index): one range read of
+			// the page's values at R costs etcd far less than
+			// transactions of gets.
+			cs, err := s.fetchRange(ctx, start, string(resp.Kvs[len(resp.Kvs)-1].Key), fetch, rev)
+			if err != nil {
+				return 0, err
+			}
+			if err := d.Apply(0, cs); err != nil {
+				return 0, fmt.Errorf("etcdstore: %w", err)
+			}
+			fetch = nil
+		}
 		for len(fetch) > 0 {
 			chunk := fetch[:min(len(fetch), fetchBatch)]
 			fetch = fetch[len(chunk):]
@@ -211,6 +224,41 @@ func (s *Store) fetchChanges(ctx context.Context, keys []string, rev int64) ([]d
 			continue
 		}
 		out = append(out, s.putChange(keys[i], kvs[0], nil, false))
+	}
+	return out, nil
+}
+
+// fetchRange reads the keys from start through last (etcd keys) at rev
+// with their values and returns as the index's changes those of keys
+// (relative to root, in key order), decoding only them; a key gone at
+// rev is removed.
+func (s *Store) fetchRange(ctx context.Context, start, last string, keys []string, rev int64) ([]diskindex.Change, error) {
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	out := make([]diskindex.Change, 0, len(keys))
+	for {
+		resp, err := s.get(ctx, start, clientv3.WithRange(last+"\x00"), clientv3.WithRev(rev), clientv3.WithLimit(indexBuildBatch))
+		if err != nil {
+			return nil, fmt.Errorf("etcdstore: reconcile the on-disk index: read %s..%s at %d: %w", start, last, rev, mapErr(err))
+		}
+		for _, kv := range resp.Kvs {
+			rel := strings.TrimPrefix(string(kv.Key), s.root)
+			if want[rel] {
+				delete(want, rel)
+				out = append(out, s.putChange(rel, kv, nil, false))
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	for _, k := range keys { // none at rev: cannot be, the keys were read at rev
+		if want[k] {
+			out = append(out, deleteChange(k))
+		}
 	}
 	return out, nil
 }
