@@ -116,6 +116,11 @@ type Change struct {
 	Namespace, Name string
 	// Delete removes the key.
 	Delete bool
+	// New says the key is known to have no record in the index (a
+	// reconciliation found none; a watch's create of a key, which did
+	// not exist at the index's revision): Apply does not read its
+	// record, a point read that misses into the sstables' blocks.
+	New bool
 	// Event is the new state, indexed; nil for a value that cannot be
 	// decoded, which is kept for the storage budget but not indexed
 	// (lists skip it).
@@ -600,9 +605,12 @@ func (d *Index) Apply(rev int64, changes []Change) error {
 	dLeases := map[int64]leaseUse{}
 	for _, c := range changes {
 		key := c.Namespace + "/" + c.Name
-		old, err := d.getRecord(b, key)
-		if err != nil {
-			return err
+		var old *record
+		if !c.New {
+			var err error
+			if old, err = d.getRecord(b, key); err != nil {
+				return err
+			}
 		}
 		var rec *record
 		if !c.Delete {

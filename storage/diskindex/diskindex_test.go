@@ -132,6 +132,7 @@ func TestAgainstMemory(t *testing.T) {
 	m.SetRevision(1)
 	rev := int64(1)
 	var revs []int64
+	present := map[string]bool{} // keys with a record in the index
 	for round := range 30 {
 		var batch []diskindex.Change
 		n := 1 + g.r.IntN(40)
@@ -139,17 +140,23 @@ func TestAgainstMemory(t *testing.T) {
 			rev++
 			key := g.key()
 			ns, name, _ := strings.Cut(key, "/")
+			// Half the puts of keys without a record say so (New), as
+			// a reconciliation's and a watch's creates do.
+			isNew := !present[key] && g.r.IntN(2) == 0
 			switch g.r.IntN(6) {
 			case 0:
 				m.Delete(ns, name, rev)
 				batch = append(batch, diskindex.Change{Namespace: ns, Name: name, Delete: true, Revision: rev})
+				delete(present, key)
 			case 1: // undecodable: not indexed
 				m.Delete(ns, name, rev)
-				batch = append(batch, diskindex.Change{Namespace: ns, Name: name, Revision: rev, Size: 10})
+				batch = append(batch, diskindex.Change{Namespace: ns, Name: name, Revision: rev, Size: 10, New: isNew})
+				present[key] = true
 			default:
 				ev := g.event(key)
 				m.Put(ev, rev)
-				batch = append(batch, diskindex.Change{Namespace: ns, Name: name, Event: ev, Revision: rev, Size: 100, Lease: int64(g.r.IntN(3))})
+				batch = append(batch, diskindex.Change{Namespace: ns, Name: name, Event: ev, Revision: rev, Size: 100, Lease: int64(g.r.IntN(3)), New: isNew})
+				present[key] = true
 			}
 		}
 		if err := d.Apply(rev, batch); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/kubevents/kubevents/storage"
@@ -22,6 +23,10 @@ import (
 // reconcileScan is how many local records one step of a reconciliation
 // reads.
 const reconcileScan = 1024
+
+// freeOSMemoryAfter is how many fetched keys make a reconciliation end
+// with debug.FreeOSMemory.
+const freeOSMemoryAfter = 100000
 
 // openDiskIndex opens the index in Options.IndexDir and makes it current
 // with etcd, whose revision is cur and compacted revision compacted: an
@@ -113,6 +118,7 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 		}
 		var fetch []string
 		var changes []diskindex.Change
+		absent := map[string]bool{} // fetched keys the index has no record of
 		for _, kv := range resp.Kvs {
 			rel := strings.TrimPrefix(string(kv.Key), s.root)
 			if !strings.Contains(rel, "/") {
@@ -139,6 +145,8 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 					kept++
 					continue
 				}
+			} else {
+				absent[rel] = true
 			}
 			fetch = append(fetch, rel)
 		}
@@ -168,6 +176,7 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			if err != nil {
 				return 0, err
 			}
+			markNew(cs, absent)
 			if err := d.Apply(0, cs); err != nil {
 				return 0, fmt.Errorf("etcdstore: %w", err)
 			}
@@ -180,6 +189,7 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			if err != nil {
 				return 0, err
 			}
+			markNew(cs, absent)
 			if err := d.Apply(0, cs); err != nil {
 				return 0, fmt.Errorf("etcdstore: %w", err)
 			}
@@ -194,9 +204,22 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 	}
 	s.reconciles.Add(1)
 	s.reconFetched.Add(fetched)
+	if fetched >= freeOSMemoryAfter {
+		// The fetched values' garbage: as after an in-memory build, give
+		// it back to the OS once rather than keep it mapped.
+		debug.FreeOSMemory()
+	}
 	s.log.Info("etcdstore: the on-disk index is reconciled with etcd", "revision", rev,
 		"unchanged", kept, "fetched", fetched, "removed", removed, "keys", d.Len())
 	return rev, nil
+}
+
+// markNew marks the puts of keys the index has no record of as New, so
+// that writing them reads nothing.
+func markNew(cs []diskindex.Change, absent map[string]bool) {
+	for i := range cs {
+		cs[i].New = !cs[i].Delete && absent[cs[i].Namespace+"/"+cs[i].Name]
+	}
 }
 
 func deleteChange(key string) diskindex.Change {
@@ -294,7 +317,12 @@ func (s *Store) feedDisk(h *indexHolder, events []*clientv3.Event, cs []change, 
 			changes = append(changes, diskindex.Change{Namespace: ns, Name: name, Delete: true, Revision: cs[i].rev})
 			continue
 		}
-		changes = append(changes, s.putChange(rel, e.Kv, cs[i].cur, true))
+		c := s.putChange(rel, e.Kv, cs[i].cur, true)
+		// A create: the key did not exist at the index's revision, so
+		// the index has no record of it (a record left by an
+		// inconsistency would only add a candidate lists filter out).
+		c.New = e.IsCreate()
+		changes = append(changes, c)
 	}
 	if err := h.disk.Apply(rev, changes); err != nil {
 		return err
