@@ -110,7 +110,7 @@ func Open(opts Options) (*Store, error) {
 	})
 	s.listKeysMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "eventsd_etcd_list_keys_read_total",
-		Help: "Keys lists read from etcd: candidates fetched through the in-memory index (path=index) or keys of range reads (path=range).",
+		Help: "Keys lists read from etcd: candidates fetched through the index (path=index) or keys of range reads (path=range).",
 	}, []string{"path"})
 	if opts.Registerer != nil {
 		for _, c := range []prometheus.Collector{s.undecodableMetric, s.grantsMetric, s.listKeysMetric} {
