@@ -435,8 +435,8 @@ const (
 const replicaStartTimeout = 10 * time.Minute
 
 // startEventsdEtcd starts eventsd with --storage-backend=etcd over
-// etcdURL (the default prefix /registry); dataDir is unused by that
-// backend but given, so nothing lands in the working directory.
+// etcdURL (the default prefix /registry); dataDir holds its on-disk index
+// (--etcd-index=disk, the default), one per replica.
 func startEventsdEtcd(ctx context.Context, bin, dataDir, etcdURL string, timeout time.Duration) (*child, error) {
 	return startChildWithin(ctx, timeout, "eventsd on etcd", bin,
 		[]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--event-ttl", "24h",

@@ -107,8 +107,12 @@ type scalePoint struct {
 	Disk         diskUsage `json:"disk"`
 	DiskPerEvent float64   `json:"disk_bytes_per_event"`
 	// EtcdRSS is etcd's memory once the replica has settled.
-	EtcdRSS int64         `json:"etcd_rss_bytes,omitempty"`
-	Starts  []*scaleStart `json:"starts"`
+	EtcdRSS int64 `json:"etcd_rss_bytes,omitempty"`
+	// IndexDisk is, on etcd, the replica's --data-dir: its on-disk index
+	// (--etcd-index=disk), kept across the starts so that the first
+	// builds it and the later ones resume it.
+	IndexDisk *diskUsage    `json:"eventsd_index_disk,omitempty"`
+	Starts    []*scaleStart `json:"starts"`
 }
 
 // scaleStart is one start of eventsd over a filled store.
@@ -358,8 +362,12 @@ func (cfg *scaleConfig) etcdSize(ctx context.Context, p *scalePoint, dir string)
 		}
 		cfg.logf("  filled in %.0fs (%.0f/s), etcd CPU %s ms/event", p.Fill.DurationS, p.Fill.PerSec, fmtPtr(p.Fill.ServerCPUMsPerEvent, 4))
 	}
+	// One data directory for every start: the replica's on-disk index
+	// lives there, so the first start builds it (a keys-only read and a
+	// fetch of every event) and the later ones resume it.
+	eventsdData := filepath.Join(dir, "eventsd")
 	start := func(bin string) (*child, error) {
-		args := []string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "eventsd"), "--event-ttl", "24h",
+		args := []string{"--listen", "127.0.0.1:0", "--data-dir", eventsdData, "--event-ttl", "24h",
 			"--storage-backend", backendEtcd, "--etcd-servers", etcd.URL}
 		args = append(args, cfg.EventsdArgs...)
 		if cfg.Profile {
@@ -371,6 +379,10 @@ func (cfg *scaleConfig) etcdSize(ctx context.Context, p *scalePoint, dir string)
 		return err
 	}
 	p.EtcdRSS, _ = procStatus(etcd.pid(), "VmRSS")
+	if u, err := dirUsage(eventsdData); err == nil && u.Bytes > 0 {
+		p.IndexDisk = &u
+		cfg.logf("  the replica's data directory (its on-disk index): %s", mib(u.Bytes))
+	}
 	p.Disk, err = dirUsage(etcdDir)
 	p.DiskPerEvent = round3(float64(p.Disk.Bytes) / float64(p.Events))
 	return err

@@ -50,6 +50,11 @@ func TestScaleTiny(t *testing.T) {
 			if p.Disk.Bytes <= 0 || p.DiskPerEvent <= 0 {
 				t.Errorf("disk %+v, %v B/event", p.Disk, p.DiskPerEvent)
 			}
+			// On etcd the replica's data directory, kept across its
+			// starts, holds its on-disk index.
+			if (backend == backendEtcd) != (p.IndexDisk != nil && p.IndexDisk.Bytes > 0) {
+				t.Errorf("%s: the replica's index directory %+v", backend, p.IndexDisk)
+			}
 			if len(p.Starts) != 2 {
 				t.Fatalf("%d starts, want 2", len(p.Starts))
 			}

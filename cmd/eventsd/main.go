@@ -78,6 +78,8 @@ type options struct {
 	etcdCompaction     time.Duration
 	etcdRequestTimeout time.Duration
 	etcdReadycheck     time.Duration
+	etcdIndex          string
+	etcdIndexDir       string
 	leaseReuseDuration int64
 
 	source sourceOptions
@@ -162,6 +164,8 @@ events of a kube-apiserver.`,
 	f.DurationVar(&o.etcdCompaction, "etcd-compaction-interval", etcdstore.DefaultCompactionInterval, "The interval of compaction requests to etcd; 0 disables compaction by eventsd.")
 	f.DurationVar(&o.etcdRequestTimeout, "etcd-request-timeout", etcdstore.DefaultRequestTimeout, "How long one etcd request may take: while etcd is unreachable or without quorum, requests get 503 with Retry-After after at most this long. Keep it below --request-timeout.")
 	f.DurationVar(&o.etcdReadycheck, "etcd-readycheck-timeout", etcdstore.DefaultReadycheckTimeout, "The timeout of /readyz's check of etcd, as kube-apiserver's flag.")
+	f.StringVar(&o.etcdIndex, "etcd-index", etcdIndexDisk, "Where the etcd backend keeps its secondary index of events (for lists by involved object, reason, ...): disk (a local pebble in --etcd-index-dir, kept across restarts, so a restart resumes it instead of reading every event) or memory (rebuilt from a list of the whole prefix at each start; about 160 bytes of heap per event).")
+	f.StringVar(&o.etcdIndexDir, "etcd-index-dir", "", "The directory of the etcd backend's on-disk index (--etcd-index=disk); <--data-dir>/etcd-index when empty. Created if missing; no two eventsd processes may share it.")
 	f.Int64Var(&o.leaseReuseDuration, "lease-reuse-duration-seconds", int64(etcdstore.DefaultLeaseReuseDuration/time.Second), "The time in seconds that each etcd lease is reused (capped at 5% of the TTL). A lower value avoids a large number of objects reusing one lease; it must not be too small, or etcd's lease count grows.")
 	f.BoolVar(&o.ui, "ui", true, "Serve the web timeline at /ui/ (its files without authentication; the API requests it makes are authenticated and authorized as any other).")
 	o.source.addFlags(f)
@@ -546,6 +550,27 @@ func newExporter(c *exportconfig.Configuration, store storage.Interface, reg pro
 	return exp, nil
 }
 
+// Values of --etcd-index.
+const (
+	etcdIndexDisk   = "disk"
+	etcdIndexMemory = "memory"
+)
+
+// etcdIndexDirectory is the on-disk index's directory per --etcd-index
+// and --etcd-index-dir, or "" for the in-memory index.
+func (o options) etcdIndexDirectory() (string, error) {
+	switch o.etcdIndex {
+	case etcdIndexMemory:
+		return "", nil
+	case etcdIndexDisk:
+		if o.etcdIndexDir != "" {
+			return o.etcdIndexDir, nil
+		}
+		return filepath.Join(o.dataDir, "etcd-index"), nil
+	}
+	return "", fmt.Errorf("--etcd-index: %q is neither %s nor %s", o.etcdIndex, etcdIndexDisk, etcdIndexMemory)
+}
+
 // openStore opens the backend --storage-backend names.
 func openStore(o options, log *slog.Logger, reg prometheus.Registerer, ruleOf func(*corev1.Event) string) (storage.Interface, error) {
 	switch o.storageBackend {
@@ -563,6 +588,10 @@ func openStore(o options, log *slog.Logger, reg prometheus.Registerer, ruleOf fu
 		if o.leaseReuseDuration <= 0 {
 			return nil, fmt.Errorf("--lease-reuse-duration-seconds must be positive, not %d", o.leaseReuseDuration)
 		}
+		indexDir, err := o.etcdIndexDirectory()
+		if err != nil {
+			return nil, err
+		}
 		opts := etcdstore.Options{
 			Endpoints:          o.etcdServers,
 			Prefix:             o.etcdPrefix,
@@ -576,6 +605,7 @@ func openStore(o options, log *slog.Logger, reg prometheus.Registerer, ruleOf fu
 			Registerer:         reg,
 			MaxBytes:           int64(o.maxStorageBytes),
 			RuleOf:             ruleOf,
+			IndexDir:           indexDir,
 		}
 		if o.etcdCompaction <= 0 {
 			opts.CompactionInterval = -1 // off, as kube-apiserver's 0

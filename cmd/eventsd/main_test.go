@@ -110,7 +110,9 @@ func runEventsd(t *testing.T, args ...string) (addr string, stop func()) {
 	addr = l.Addr().String()
 	l.Close()
 	cmd := newCommand()
-	cmd.SetArgs(append([]string{"--listen", addr, "--log-level", "error"}, args...))
+	// A data directory of its own (args may name another): on etcd it
+	// holds the on-disk index, which two processes cannot share.
+	cmd.SetArgs(append([]string{"--listen", addr, "--log-level", "error", "--data-dir", t.TempDir()}, args...))
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- cmd.ExecuteContext(ctx) }()
@@ -182,6 +184,22 @@ func TestEtcdBackendTLS(t *testing.T) {
 	resp, err := cli.Get(ctx, "/registry/events/default/over-tls")
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("the event is not under /registry/events/default/over-tls: %v", err)
+	}
+}
+
+// TestEtcdIndexFlag: an --etcd-index other than disk or memory is refused
+// with an error naming the flag and its values, before etcd is reached.
+func TestEtcdIndexFlag(t *testing.T) {
+	cmd := newCommand()
+	cmd.SetArgs([]string{"--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--log-level", "error",
+		"--storage-backend", "etcd", "--etcd-servers", "http://127.0.0.1:1", "--etcd-index", "ssd"})
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	err := cmd.ExecuteContext(ctx)
+	if err == nil || !strings.Contains(err.Error(), `--etcd-index: "ssd" is neither disk nor memory`) {
+		t.Fatalf("--etcd-index=ssd: %v", err)
 	}
 }
 

@@ -86,6 +86,59 @@ func (u *usage) bytes() int64 {
 	return u.total
 }
 
+// budgetUsage is what the budget reads of the events' bytes: usage (a map
+// entry per key, beside the in-memory index) or diskUsage (the on-disk
+// index's records, with only totals by lease in memory).
+type budgetUsage interface {
+	// bytes is the events' bytes.
+	bytes() int64
+	// leaseBytes is the bytes of each lease's keys (0: no lease).
+	leaseBytes() map[int64]int64
+	// keysOf returns the keys of leases, with their sizes, mod
+	// revisions, rules and leases.
+	keysOf(leases []int64) ([]victim, error)
+	// expired records that the store deleted rel at modRev.
+	expired(rel string, modRev int64)
+	// settle returns once the usage reflects the store's writes up to
+	// rev.
+	settle(ctx context.Context, rev int64) error
+}
+
+// victimsPerLease bounds the keys the on-disk index returns of one lease
+// (a lease holds at most Options.LeaseMaxObjects of eventsd's keys; only
+// keys without a lease, or other writers', can be more).
+const victimsPerLease = 4 * budgetVictimsMax
+
+func (u *usage) leaseBytes() map[int64]int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := map[int64]int64{}
+	for _, e := range u.keys {
+		out[e.lease] += e.size
+	}
+	return out
+}
+
+func (u *usage) keysOf(leases []int64) ([]victim, error) {
+	chosen := make(map[int64]bool, len(leases))
+	for _, l := range leases {
+		chosen[l] = true
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var vs []victim
+	for rel, e := range u.keys {
+		if chosen[e.lease] {
+			vs = append(vs, victim{rel: rel, modRev: e.modRev, rule: e.rule, size: e.size, lease: e.lease})
+		}
+	}
+	return vs, nil
+}
+
+func (u *usage) expired(rel string, modRev int64) { u.remove(rel, modRev) }
+
+func (u *usage) settle(context.Context, int64) error { return nil }
+
 // ruleOf names ev's retention rule for the budget's metric.
 func (s *Store) ruleOf(ev *corev1.Event) string {
 	if ev == nil || s.opts.RuleOf == nil {
@@ -116,7 +169,7 @@ func (s *Store) BudgetExpirations() int64 {
 func (s *Store) BudgetBusy() bool { return s.budget != nil && s.budget.Busy() }
 
 // budgetCheck wakes the budget loop when u is over the budget.
-func (s *Store) budgetCheck(u *usage) {
+func (s *Store) budgetCheck(u budgetUsage) {
 	if u == nil || u.bytes() <= s.budget.Max() {
 		return
 	}
@@ -169,6 +222,16 @@ func (s *Store) enforceBudget() {
 		}
 		n, complete := s.expireEarly(u, victims)
 		expired += n
+		if n > 0 {
+			// Count what is left once the usage has seen the deletions
+			// (the on-disk index learns them from the shared watch).
+			ctx, cancel := context.WithTimeout(s.ctx, s.opts.RequestTimeout)
+			err := u.settle(ctx, s.Revision())
+			cancel()
+			if err != nil {
+				break
+			}
+		}
 		if !complete {
 			// A victim changed or went meanwhile (another replica's
 			// round, a write, its lease), or etcd failed: the next check
@@ -186,19 +249,15 @@ type victim struct {
 	rule   string
 	expiry time.Time
 	size   int64
+	lease  int64
 }
 
 // budgetVictims chooses the keys whose leases expire first (then the
 // earliest written, then by key) whose bytes add up to excess, at most
 // budgetVictimsMax.
-func (s *Store) budgetVictims(u *usage, excess int64) []victim {
+func (s *Store) budgetVictims(u budgetUsage, excess int64) []victim {
 	// The leases in use, and their bytes.
-	u.mu.Lock()
-	leaseBytes := map[int64]int64{}
-	for _, e := range u.keys {
-		leaseBytes[e.lease] += e.size
-	}
-	u.mu.Unlock()
+	leaseBytes := u.leaseBytes()
 	expiries := s.leaseExpiries(leaseBytes)
 	leases := make([]int64, 0, len(leaseBytes))
 	for l := range leaseBytes {
@@ -208,23 +267,23 @@ func (s *Store) budgetVictims(u *usage, excess int64) []victim {
 		return cmp.Or(expiries[a].Compare(expiries[b]), cmp.Compare(a, b))
 	})
 	// The fewest leases, first to expire, holding excess bytes.
-	chosen := map[int64]bool{}
+	var chosen []int64
 	var held int64
 	for _, l := range leases {
 		if held >= excess {
 			break
 		}
-		chosen[l] = true
+		chosen = append(chosen, l)
 		held += leaseBytes[l]
 	}
-	var vs []victim
-	u.mu.Lock()
-	for rel, e := range u.keys {
-		if chosen[e.lease] {
-			vs = append(vs, victim{rel: rel, modRev: e.modRev, rule: e.rule, expiry: expiries[e.lease], size: e.size})
-		}
+	vs, err := u.keysOf(chosen)
+	if err != nil {
+		s.log.Warn("etcdstore: storage budget: reading the keys of the leases to expire failed", "err", err)
+		return nil
 	}
-	u.mu.Unlock()
+	for i := range vs {
+		vs[i].expiry = expiries[vs[i].lease]
+	}
 	slices.SortFunc(vs, func(a, b victim) int {
 		return cmp.Or(a.expiry.Compare(b.expiry), cmp.Compare(a.modRev, b.modRev), cmp.Compare(a.rel, b.rel))
 	})
@@ -283,7 +342,7 @@ func (s *Store) leaseExpiries(leases map[int64]int64) map[int64]time.Time {
 // expireEarly deletes victims, each if still at its mod revision, and
 // counts those it deleted. complete is false when one could not be
 // deleted (changed, gone, or etcd failing).
-func (s *Store) expireEarly(u *usage, victims []victim) (n int, complete bool) {
+func (s *Store) expireEarly(u budgetUsage, victims []victim) (n int, complete bool) {
 	complete = true
 	for _, v := range victims {
 		if s.ctx.Err() != nil {
@@ -306,7 +365,7 @@ func (s *Store) expireEarly(u *usage, victims []victim) (n int, complete bool) {
 		}
 		s.ownDeletes.Add(1)
 		s.writes.Add(1)
-		u.remove(v.rel, v.modRev)
+		u.expired(v.rel, v.modRev)
 		s.budget.ExpiredRule(v.rule)
 		n++
 	}

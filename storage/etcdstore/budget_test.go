@@ -3,6 +3,7 @@ package etcdstore_test
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,11 +20,23 @@ import (
 // are deleted early (DELETED to watchers), creates keep succeeding, and
 // the expirations are counted by rule.
 func TestBudget(t *testing.T) {
+	for _, disk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "MemoryIndex", true: "DiskIndex"}[disk], func(t *testing.T) { testBudget(t, disk) })
+	}
+}
+
+// testBudget is TestBudget with the in-memory index or the on-disk one
+// (whose per-key sizes, leases and rules live in its records).
+func testBudget(t *testing.T, disk bool) {
 	budgettest.Run(t, budgettest.Harness{Open: func(t *testing.T, dir string, maxBytes int64, clk *clocktesting.FakeClock,
 		ruleOf func(*corev1.Event) string, reg prometheus.Registerer) budgettest.Store {
 		e, endpoint := etcdtest.Start(t, dir)
+		indexDir := ""
+		if disk {
+			indexDir = filepath.Join(filepath.Dir(dir), filepath.Base(dir)+"-etcd-index")
+		}
 		s, err := etcdstore.Open(etcdstore.Options{Endpoints: []string{endpoint}, Clock: clk, MaxBytes: maxBytes, RuleOf: ruleOf,
-			Registerer: reg, CompactionInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+			Registerer: reg, CompactionInterval: -1, IndexDir: indexDir, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			e.Close()
 			t.Fatal(err)
@@ -40,6 +53,14 @@ type budgetStore struct{ *withEtcd }
 // deleted (and counted) once between them, and the victims are those of
 // the lease that expires first, earliest written first.
 func TestBudgetReplicas(t *testing.T) {
+	for _, disk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "MemoryIndex", true: "DiskIndex"}[disk], func(t *testing.T) { testBudgetReplicas(t, disk) })
+	}
+}
+
+// testBudgetReplicas is TestBudgetReplicas with the in-memory index or
+// the on-disk one.
+func testBudgetReplicas(t *testing.T, disk bool) {
 	var maxBytes int64 = 1 << 40 // until one event is measured
 	e := newEnv(t, func(o *etcdstore.Options) { o.MaxBytes = maxBytes })
 	probe, err := e.s.Create(e.ctx, event("default", "e999"), storage.WriteOptions{})
@@ -56,7 +77,11 @@ func TestBudgetReplicas(t *testing.T) {
 	const n = 60
 	maxBytes = 45 * one
 	open := func() *etcdstore.Store {
-		s, err := etcdstore.Open(etcdstore.Options{Client: e.cli, Clock: e.clock, MaxBytes: maxBytes,
+		indexDir := ""
+		if disk {
+			indexDir = t.TempDir()
+		}
+		s, err := etcdstore.Open(etcdstore.Options{Client: e.cli, Clock: e.clock, MaxBytes: maxBytes, IndexDir: indexDir,
 			Registerer: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatal(err)

@@ -36,9 +36,12 @@
 // behind the ring reads etcd with a watch of its own until it is back
 // within it. A watch from a revision checks it against etcd first, so it
 // gets ErrCompacted once etcd has compacted past it, whoever compacted,
-// even while the ring still holds the changes. The same watch feeds a keys-only index.Memory of index.All(),
-// built from a list of the prefix when the store opens (and again when the
-// watch breaks): a list whose selector the planner serves by lookups waits
+// even while the ring still holds the changes. The same watch feeds a
+// keys-only index of index.All(): an index.Memory built from a list of
+// the prefix when the store opens (and again when the watch breaks), or,
+// with Options.IndexDir, a storage/diskindex kept on local disk across
+// restarts, resumed from its revision or reconciled with etcd (keys and
+// mod revisions compared, only new or changed keys fetched): a list whose selector the planner serves by lookups waits
 // for the index to reach etcd's current revision (asking etcd for
 // progress notifications meanwhile, since writes outside the prefix move
 // that revision too), fetches only the

@@ -152,26 +152,47 @@ func (s *Store) runHub(rev int64, created chan<- struct{}) {
 				rev = e.Kv.ModRevision
 			}
 			s.observe(rev)
-			s.feedIndex(s.idx.Load(), resp.Events, cs, rev)
+			if err := s.feedIndex(s.idx.Load(), resp.Events, cs, rev); err != nil {
+				// The index did not take the batch: restart the watch,
+				// which reconciles it, before anyone sees the batch.
+				s.log.Error("etcdstore: the on-disk index failed to write a batch; reconciling it", "revision", rev, "err", err)
+				break
+			}
 			s.hub.publish(cs, rev, false)
 		}
 		wcancel()
 		if s.ctx.Err() != nil {
 			return
 		}
-		// Rebuild the index at the current revision and follow on from it.
-		m, u, err := s.buildIndex(s.ctx, 0)
+		// Rebuild (or, on disk, reconcile) the index at the current
+		// revision and follow on from it.
+		next, err := s.rebuildIndex()
 		if err != nil {
+			s.log.Warn("etcdstore: rebuilding the index after a break in the shared watch failed; trying again", "err", err)
 			select {
 			case <-s.ctx.Done():
 			case <-s.opts.Clock.After(time.Second):
 			}
 			continue
 		}
-		rev = m.Revision()
+		rev = next
 		s.observe(rev)
-		s.swapIndex(m, u)
 		s.indexBuilds.Add(1)
 		s.hub.reset(rev)
 	}
+}
+
+// rebuildIndex brings the index to etcd's current revision after a break
+// in the shared watch and returns that revision: the in-memory index is
+// built anew and swapped in; the on-disk one is reconciled in place.
+func (s *Store) rebuildIndex() (int64, error) {
+	if h := s.idx.Load(); h.disk != nil {
+		return s.reconcile(s.ctx, h.disk, h.disk.Identity())
+	}
+	m, u, err := s.buildIndex(s.ctx, 0)
+	if err != nil {
+		return 0, err
+	}
+	s.swapIndex(newMemHolder(m, u))
+	return m.Revision(), nil
 }

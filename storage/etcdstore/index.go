@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/diskindex"
 	"github.com/kubevents/kubevents/storage/index"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/kubernetes"
@@ -24,21 +25,54 @@ const indexBuildBatch = 10000
 // default).
 const fetchBatch = 128
 
+// keyIndex is what the store needs of its secondary index, for lists
+// and for the shared watch's progress: index.Memory, or the on-disk
+// diskindex.Index (Options.IndexDir).
+type keyIndex interface {
+	Set() index.Set
+	Len() int
+	Revision() int64
+	Wait(ctx context.Context, rev int64) error
+	Keys(p index.Plan, at int64, after string, limit int) ([]string, int64, error)
+	SetRevision(rev int64)
+}
+
+var (
+	_ keyIndex = (*index.Memory)(nil)
+	_ keyIndex = (*diskindex.Index)(nil)
+)
+
 // indexHolder is the store's current index; done is closed when a new
 // index replaces it (after a break in the shared watch), so that lists
-// waiting on this one retry on the new one.
+// waiting on this one retry on the new one. The on-disk index is never
+// replaced: it is reconciled in place.
 type indexHolder struct {
-	m        *index.Memory
+	m        keyIndex
+	mem      *index.Memory    // m, in memory; nil with the on-disk index
+	disk     *diskindex.Index // m, on disk; nil with the in-memory index
 	replaced context.Context
 	replace  context.CancelFunc
 	// usage is the events' bytes for the storage budget, built and fed
 	// with m; nil without a budget.
-	usage *usage
+	usage budgetUsage
 }
 
-func newIndexHolder(m *index.Memory, u *usage) *indexHolder {
+func newMemHolder(m *index.Memory, u *usage) *indexHolder {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &indexHolder{m: m, replaced: ctx, replace: cancel, usage: u}
+	h := &indexHolder{m: m, mem: m, replaced: ctx, replace: cancel}
+	if u != nil {
+		h.usage = u
+	}
+	return h
+}
+
+func newDiskHolder(d *diskindex.Index, budget bool) *indexHolder {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &indexHolder{m: d, disk: d, replaced: ctx, replace: cancel}
+	if budget {
+		h.usage = diskUsage{d}
+	}
+	return h
 }
 
 // buildIndex lists the whole prefix at rev (0: the current revision) and
@@ -91,17 +125,23 @@ func (s *Store) buildIndex(ctx context.Context, rev int64) (*index.Memory, *usag
 	return m, u, nil
 }
 
-// swapIndex makes m (and u, the budget's bytes) the store's index.
-func (s *Store) swapIndex(m *index.Memory, u *usage) {
-	if old := s.idx.Swap(newIndexHolder(m, u)); old != nil {
+// swapIndex makes h the store's index.
+func (s *Store) swapIndex(h *indexHolder) {
+	if old := s.idx.Swap(h); old != nil {
 		old.replace()
 	}
 }
 
 // feedIndex applies one batch of the shared watch's events to the index
-// (and the budget's bytes).
-func (s *Store) feedIndex(h *indexHolder, events []*clientv3.Event, cs []change, rev int64) {
-	m, u := h.m, h.usage
+// (and the budget's bytes). An error (the on-disk index failed to write)
+// leaves the index where it was: the caller restarts the shared watch,
+// which reconciles it.
+func (s *Store) feedIndex(h *indexHolder, events []*clientv3.Event, cs []change, rev int64) error {
+	if h.disk != nil {
+		return s.feedDisk(h, events, cs, rev)
+	}
+	m := h.mem
+	u, _ := h.usage.(*usage)
 	for i, e := range events {
 		rel := strings.TrimPrefix(string(e.Kv.Key), s.root)
 		ns, name, ok := strings.Cut(rel, "/")
@@ -123,18 +163,26 @@ func (s *Store) feedIndex(h *indexHolder, events []*clientv3.Event, cs []change,
 		}
 	}
 	m.SetRevision(rev)
-	s.budgetCheck(u)
+	s.budgetCheck(h.usage)
+	return nil
 }
 
 // forgetIndex drops the index's history up to the compacted revision rev.
 func (s *Store) forgetIndex(rev int64) {
-	if h := s.idx.Load(); h != nil {
-		h.m.Forget(rev)
+	h := s.idx.Load()
+	switch {
+	case h == nil:
+	case h.mem != nil:
+		h.mem.Forget(rev)
+	case h.disk != nil:
+		if err := h.disk.Forget(rev); err != nil {
+			s.log.Warn("etcdstore: the on-disk index could not drop its history", "revision", rev, "err", err)
+		}
 	}
 }
 
 // IndexedLists is the number of lists (pages) the store served through
-// its in-memory index rather than a range read.
+// its index rather than a range read.
 func (s *Store) IndexedLists() int64 { return s.indexedLists.Load() }
 
 // ListKeysRead is the number of keys lists have read from etcd since the
@@ -168,7 +216,7 @@ func (s *Store) currentRevision(ctx context.Context) (int64, error) {
 // moving to a new index when the one it waited on is replaced.
 // The shared watch feeds the index: if it has not delivered rev within
 // the request timeout, etcd is taken to be unavailable.
-func (s *Store) waitIndex(parent context.Context, rev int64) (*index.Memory, error) {
+func (s *Store) waitIndex(parent context.Context, rev int64) (keyIndex, error) {
 	ctx, cancel := context.WithTimeout(parent, s.opts.RequestTimeout)
 	defer cancel()
 	progressing := false

@@ -102,3 +102,94 @@ func TestIndexRebuiltAfterWatchBreak(t *testing.T) {
 		t.Fatalf("the rebuilt index holds %d events, want 6", n)
 	}
 }
+
+// TestDiskIndexReconciledAfterWatchBreak: with the on-disk index, a break
+// in the shared watch reconciles the index in place instead of building a
+// new one: the unchanged events are not fetched again (at most the three
+// created meanwhile are), lists see the writes made meanwhile and the
+// deletes, and the index follows the restarted watch.
+func TestDiskIndexReconciledAfterWatchBreak(t *testing.T) {
+	e, endpoint := etcdtest.Start(t, t.TempDir())
+	defer e.Close()
+	a, err := Open(Options{Endpoints: []string{endpoint}, IndexDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(Options{Endpoints: []string{endpoint}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ev := func(name, reason string) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: name},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
+			Reason:         reason,
+		}
+	}
+	list := func(reason string) []string {
+		t.Helper()
+		f, err := eventapi.ParseFieldSelector(eventapi.CoreV1, "reason="+reason, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := a.IndexedLists()
+		res, err := a.List(ctx, storage.ListOptions{Selector: storage.Selector{Fields: f}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.IndexedLists() == before {
+			t.Fatal("the list did not go through the index")
+		}
+		names := []string{}
+		for _, it := range res.Items {
+			names = append(names, it.Name)
+		}
+		return names
+	}
+	for i := range 5 {
+		if _, err := b.Create(ctx, ev("old"+strconv.Itoa(i), "Old"), storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := list("Old"); len(got) != 5 {
+		t.Fatalf("before the break: %v", got)
+	}
+	(*a.hubBreak.Load())()
+	for i := range 3 {
+		if _, err := b.Delete(ctx, "default", "old"+strconv.Itoa(i), storage.Preconditions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Create(ctx, ev("new"+strconv.Itoa(i), "New"), storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for a.IndexReconciliations() < 2 { // the first was Open's, of a new index
+		if time.Now().After(deadline) {
+			t.Fatal("the index was not reconciled")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if f := a.IndexKeysFetched(); f > 3 {
+		t.Errorf("the reconciliation fetched %d keys; at most the 3 created since the break", f)
+	}
+	if got := list("Old"); len(got) != 2 {
+		t.Fatalf("after the break, Old: %v, want old3 and old4", got)
+	}
+	if got := list("New"); len(got) != 3 {
+		t.Fatalf("after the break, New: %v, want new0..new2", got)
+	}
+	if _, err := b.Create(ctx, ev("later", "Later"), storage.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := list("Later"); len(got) != 1 {
+		t.Fatalf("after the restart, Later: %v", got)
+	}
+	if n := a.idx.Load().m.Len(); n != 6 {
+		t.Fatalf("the reconciled index holds %d events, want 6", n)
+	}
+}

@@ -86,7 +86,7 @@ func (s *Store) scope(sel storage.Selector) (string, bool) {
 }
 
 // List implements storage.Interface. A selector the index plans lookups
-// for (see index.Set.Plan) is served from the store's in-memory index:
+// for (see index.Set.Plan) is served from the store's index (in memory or on disk):
 // the candidate keys, fetched from etcd at the list's revision and
 // filtered with the selector, O(matches). Other lists read the range
 // under the selector's namespace at one revision, in key order, and

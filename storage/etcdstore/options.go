@@ -123,6 +123,20 @@ type Options struct {
 	// history hold, in whole seconds (DefaultElectionTTL).
 	ElectionTTL time.Duration
 
+	// IndexDir, when set, keeps the secondary index lists plan with in a
+	// local pebble database in this directory (storage/diskindex)
+	// instead of memory: nothing per event in the heap, and kept across
+	// restarts, so that a restart resumes the shared watch where the
+	// index stopped (or, when etcd has compacted past it, compares keys
+	// and mod revisions and fetches only what changed) rather than
+	// listing and decoding the whole prefix. The directory is created if
+	// missing; no two stores (or processes) may share it. Empty: the
+	// index is in memory (index.Memory), built at each Open.
+	IndexDir string
+	// IndexCacheBytes is the on-disk index's pebble block cache
+	// (diskindex.DefaultCacheBytes).
+	IndexCacheBytes int64
+
 	// RingSize is the number of recent changes kept in memory for
 	// watchers, at least (up to twice as many between trims)
 	// (DefaultRingSize).
@@ -134,9 +148,11 @@ type Options struct {
 	// size, which keeps deleted revisions until compaction). When they
 	// exceed MaxBytes, the events whose leases expire first are deleted
 	// early (watchers get DELETED), each on the condition that it is
-	// unchanged, until they are at budget.LowWaterPercent of it. It
-	// keeps a map entry per event in memory beside the index (its key,
-	// size, lease, mod revision and rule).
+	// unchanged, until they are at budget.LowWaterPercent of it. With the
+	// in-memory index it keeps a map entry per event in memory beside the
+	// index (its key, size, lease, mod revision and rule); with IndexDir
+	// those live in the on-disk index's records, and only the bytes of
+	// each lease in memory.
 	MaxBytes int64
 	// RuleOf names the retention rule that gave an event its TTL, for
 	// the count of early expirations by rule; "default" for all when nil.

@@ -15,6 +15,7 @@ import (
 	"github.com/kubevents/kubevents/internal/ratelog"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/budget"
+	"github.com/kubevents/kubevents/storage/diskindex"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -56,9 +57,12 @@ type Store struct {
 	hubBreak atomic.Pointer[context.CancelFunc]
 
 	idx          atomic.Pointer[indexHolder] // the keys-only index lists plan with
+	disk         *diskindex.Index            // the on-disk index (Options.IndexDir); nil without
 	indexedLists atomic.Int64                // list pages served through idx
 	listKeysRead atomic.Int64                // keys lists read from etcd
 	indexBuilds  atomic.Int64                // indexes rebuilt after a break in the shared watch
+	reconciles   atomic.Int64                // reconciliations of the on-disk index
+	reconFetched atomic.Int64                // keys reconciliations fetched from etcd
 
 	rev         atomic.Int64 // highest revision observed
 	oldest      atomic.Int64 // the compacted revision
@@ -106,7 +110,7 @@ func Open(opts Options) (*Store, error) {
 	})
 	s.listKeysMetric = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "eventsd_etcd_list_keys_read_total",
-		Help: "Keys lists read from etcd: candidates fetched through the in-memory index (path=index) or keys of range reads (path=range).",
+		Help: "Keys lists read from etcd: candidates fetched through the index (path=index) or keys of range reads (path=range).",
 	}, []string{"path"})
 	if opts.Registerer != nil {
 		for _, c := range []prometheus.Collector{s.undecodableMetric, s.grantsMetric, s.listKeysMetric} {
@@ -187,17 +191,30 @@ func Open(opts Options) (*Store, error) {
 		}
 	}
 
-	m, u, err := s.buildIndex(s.ctx, resp.Header.Revision)
-	if err != nil {
-		s.closeClient()
-		return nil, err
+	// The index, and the revision the shared watch follows from: the
+	// current one for a new index, or the on-disk index's own.
+	from := resp.Header.Revision
+	if opts.IndexDir != "" {
+		d, rev, err := s.openDiskIndex(s.ctx, s.identity(resp.Header.ClusterId), resp.Header.Revision, s.oldest.Load())
+		if err != nil {
+			s.closeClient()
+			return nil, err
+		}
+		s.disk, from = d, rev
+		s.swapIndex(newDiskHolder(d, s.budget != nil))
+	} else {
+		m, u, err := s.buildIndex(s.ctx, resp.Header.Revision)
+		if err != nil {
+			s.closeClient()
+			return nil, err
+		}
+		s.swapIndex(newMemHolder(m, u))
 	}
-	s.swapIndex(m, u)
-	s.hub = newHub(resp.Header.Revision, opts.RingSize)
+	s.hub = newHub(from, opts.RingSize)
 	s.hubCtx = clientv3.WithRequireLeader(s.ctx)
 	created := make(chan struct{})
 	s.wg.Add(1)
-	go s.runHub(resp.Header.Revision, created)
+	go s.runHub(from, created)
 	select {
 	case <-created:
 	case <-ctx.Done():
@@ -529,10 +546,18 @@ func (s *Store) Close() error {
 	}
 	s.cancel()
 	s.wg.Wait()
+	var err error
+	if s.disk != nil {
+		// After the shared watch, its only writer, has stopped.
+		err = s.disk.Close()
+	}
 	if s.ownClient {
-		if err := s.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
-			return fmt.Errorf("etcdstore: close: %w", err)
+		if cerr := s.cli.Close(); cerr != nil && !errors.Is(cerr, context.Canceled) && err == nil {
+			err = cerr
 		}
+	}
+	if err != nil {
+		return fmt.Errorf("etcdstore: close: %w", err)
 	}
 	return nil
 }

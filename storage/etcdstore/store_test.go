@@ -2,6 +2,7 @@ package etcdstore_test
 
 import (
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -40,8 +41,21 @@ func (s *withEtcd) Close() error {
 
 func open(t *testing.T, dir string, o storagetest.Options) storage.Interface {
 	t.Helper()
-	e, endpoint := etcdtest.Start(t, dir)
+	return openWith(t, dir, o, "")
+}
+
+// openDisk is open with the on-disk index in dir/etcd-index, so that a
+// reopen of dir resumes the index the store closed.
+func openDisk(t *testing.T, dir string, o storagetest.Options) storage.Interface {
+	t.Helper()
+	return openWith(t, dir, o, filepath.Join(dir, "etcd-index"))
+}
+
+func openWith(t *testing.T, dir string, o storagetest.Options, indexDir string) storage.Interface {
+	t.Helper()
+	e, endpoint := etcdtest.Start(t, filepath.Join(dir, "etcd"))
 	s, err := etcdstore.Open(etcdstore.Options{
+		IndexDir:            indexDir,
 		Endpoints:           []string{endpoint},
 		Clock:               o.Clock,
 		DefaultTTL:          o.DefaultTTL,
@@ -59,4 +73,11 @@ func open(t *testing.T, dir string, o storagetest.Options) storage.Interface {
 
 func TestConformance(t *testing.T) {
 	storagetest.Run(t, storagetest.Harness{Open: open, WallClockTTL: true, ContinueExpiresByCompaction: true, SharedRevisions: true})
+}
+
+// TestConformanceDiskIndex runs the suite with the on-disk index
+// (Options.IndexDir): its cases that close and reopen a store resume the
+// index it kept.
+func TestConformanceDiskIndex(t *testing.T) {
+	storagetest.Run(t, storagetest.Harness{Open: openDisk, WallClockTTL: true, ContinueExpiresByCompaction: true, SharedRevisions: true})
 }

@@ -56,22 +56,15 @@ func expiryKey(expiry int64, sfx []byte) []byte {
 	return append(k, sfx...)
 }
 
-// indexPrefix returns the key prefix under which index id holds value.
-// The value is escaped (0x00 → 0x00 0xff) and terminated by 0x00 0x01, so
-// that no value's prefix is another value's and order is preserved.
+// indexPrefix returns the key prefix under which index id holds value
+// (index.AppendEntryPrefix after the 'i' byte).
 func indexPrefix(id index.ID, value string) []byte {
 	return appendIndexPrefix(make([]byte, 0, 4+len(value)), id, value)
 }
 
+// appendIndexPrefix appends indexPrefix(id, value) to k.
 func appendIndexPrefix(k []byte, id index.ID, value string) []byte {
-	k = append(k, prefixIndex, byte(id))
-	for i := 0; i < len(value); i++ {
-		k = append(k, value[i])
-		if value[i] == 0 {
-			k = append(k, 0xff)
-		}
-	}
-	return append(k, 0, 1)
+	return index.AppendEntryPrefix(append(k, prefixIndex), id, value)
 }
 
 // indexKey is indexPrefix(id, value) followed by sfx, in one allocation
@@ -95,13 +88,4 @@ func indexKeys(ev *corev1.Event, sfx []byte) [][]byte {
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix p.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		end[i]++
-		if end[i] != 0 {
-			return end[:i+1]
-		}
-	}
-	return nil // p is all 0xff: no upper bound
-}
+func prefixEnd(p []byte) []byte { return index.PrefixEnd(p) }

@@ -400,7 +400,9 @@ var leastMirrorRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: 
 
 // checkVariant checks one variant's objects:
 //   - one workload: a StatefulSet of one with a PersistentVolumeClaim
-//     mounted at --data-dir for pebble, a Deployment over etcd otherwise;
+//     mounted at --data-dir for pebble, a Deployment over etcd otherwise,
+//     with a writable volume (emptyDir) at --data-dir for its on-disk
+//     index unless --etcd-index=memory;
 //   - its pod: non-root (uid 65532), no privilege escalation, every
 //     capability dropped, seccomp RuntimeDefault, read-only root
 //     filesystem; startup and liveness probes on /livez, readiness on
@@ -466,6 +468,18 @@ func checkVariant(t *testing.T, v variant) {
 		t.Errorf("a Deployment with --storage-backend=%q, want etcd", backend)
 	} else if servers, _ := flagValue(args, "etcd-servers"); servers == "" {
 		t.Errorf("no --etcd-servers: %v", args)
+	} else if index, _ := flagValue(args, "etcd-index"); index != "memory" {
+		// The on-disk index (the default) needs a writable --data-dir on
+		// the read-only root filesystem.
+		dataDir, ok := flagValue(args, "data-dir")
+		writable := func(m corev1.VolumeMount) bool {
+			return m.MountPath == dataDir && !m.ReadOnly && slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool {
+				return v.Name == m.Name && (v.EmptyDir != nil || v.PersistentVolumeClaim != nil || v.Ephemeral != nil)
+			})
+		}
+		if !ok || !slices.ContainsFunc(c.VolumeMounts, writable) {
+			t.Errorf("etcd with --etcd-index=%q: --data-dir %q is not a writable volume: %v", index, dataDir, c.VolumeMounts)
+		}
 	}
 
 	// The security context.

@@ -125,11 +125,12 @@ spec:
       imagePullPolicy: {{ .Values.image.pullPolicy }}
       args:
         - --listen=:8080
-        {{- if eq $backend "pebble" }}
         - --data-dir=/var/lib/eventsd
+        {{- if eq $backend "pebble" }}
         - --max-storage-bytes={{ .Values.storage.maxStorageBytes }}
         {{- else }}
         - --storage-backend=etcd
+        - --etcd-index={{ .Values.storage.etcd.index }}
         - --etcd-servers={{ join "," .Values.storage.etcd.servers }}
         - --etcd-prefix={{ .Values.storage.etcd.prefix }}
         - --etcd-compaction-interval={{ .Values.storage.etcd.compactionInterval }}
@@ -213,10 +214,8 @@ spec:
         {{- toYaml . | nindent 8 }}
       {{- end }}
       volumeMounts:
-        {{- if eq $backend "pebble" }}
         - name: data
           mountPath: /var/lib/eventsd
-        {{- end }}
         - name: config
           mountPath: /etc/eventsd
           readOnly: true
@@ -242,6 +241,12 @@ spec:
         {{- toYaml . | nindent 8 }}
         {{- end }}
   volumes:
+    {{- if eq $backend "etcd" }}
+    # The on-disk index of events (storage.etcd.index=disk) lives in
+    # --data-dir/etcd-index: kept across container restarts.
+    - name: data
+      emptyDir: {}
+    {{- end }}
     - name: config
       configMap:
         name: {{ include "eventsd.fullname" . }}
