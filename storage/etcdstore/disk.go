@@ -97,29 +97,21 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 	if err := d.BeginReconcile(id); err != nil {
 		return 0, fmt.Errorf("etcdstore: %w", err)
 	}
-	var rev, fetched, removed, kept int64
+	var fetched, removed, kept int64
 	local := &localRecords{d: d}
-	end := clientv3.GetPrefixRangeEnd(s.root)
-	start := s.root
-	for {
-		// Linearizable reads: R, the first page's revision, is at least
-		// every revision acknowledged before the reconciliation began.
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(indexBuildBatch)}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		resp, err := s.get(ctx, start, opts...)
-		if err != nil {
-			return 0, fmt.Errorf("etcdstore: reconcile the on-disk index: %w", mapErr(err))
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-			s.observe(rev)
-		}
+	// A linearizable read: R is at least every revision acknowledged
+	// before the reconciliation began.
+	cur, err := s.get(ctx, s.root)
+	if err != nil {
+		return 0, fmt.Errorf("etcdstore: reconcile the on-disk index: %w", mapErr(err))
+	}
+	rev := cur.Header.Revision
+	s.observe(rev)
+	err = s.keyPages(ctx, rev, func(kvs []*mvccpb.KeyValue, start string, last bool) error {
 		var fetch []string
 		var changes []diskindex.Change
 		absent := map[string]bool{} // fetched keys the index has no record of
-		for _, kv := range resp.Kvs {
+		for _, kv := range kvs {
 			rel := strings.TrimPrefix(string(kv.Key), s.root)
 			if !strings.Contains(rel, "/") {
 				continue
@@ -127,7 +119,7 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			for {
 				l, ok, err := local.peek()
 				if err != nil {
-					return 0, fmt.Errorf("etcdstore: %w", err)
+					return fmt.Errorf("etcdstore: %w", err)
 				}
 				if !ok || l.Key >= rel {
 					break
@@ -137,7 +129,7 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			}
 			l, ok, err := local.peek()
 			if err != nil {
-				return 0, fmt.Errorf("etcdstore: %w", err)
+				return fmt.Errorf("etcdstore: %w", err)
 			}
 			if ok && l.Key == rel {
 				local.pop()
@@ -150,11 +142,11 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			}
 			fetch = append(fetch, rel)
 		}
-		if !resp.More {
+		if last {
 			for {
 				l, ok, err := local.peek()
 				if err != nil {
-					return 0, fmt.Errorf("etcdstore: %w", err)
+					return fmt.Errorf("etcdstore: %w", err)
 				}
 				if !ok {
 					break
@@ -166,19 +158,19 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 		removed += int64(len(changes))
 		fetched += int64(len(fetch))
 		if err := d.Apply(0, changes); err != nil {
-			return 0, fmt.Errorf("etcdstore: %w", err)
+			return fmt.Errorf("etcdstore: %w", err)
 		}
-		if len(fetch) > 0 && 2*len(fetch) > len(resp.Kvs) {
+		if len(fetch) > 0 && 2*len(fetch) > len(kvs) {
 			// Most of the page changed (a new index): one range read of
 			// the page's values at R costs etcd far less than
 			// transactions of gets.
-			cs, err := s.fetchRange(ctx, start, string(resp.Kvs[len(resp.Kvs)-1].Key), fetch, rev)
+			cs, err := s.fetchRange(ctx, start, string(kvs[len(kvs)-1].Key), fetch, rev)
 			if err != nil {
-				return 0, err
+				return err
 			}
 			markNew(cs, absent)
 			if err := d.Apply(0, cs); err != nil {
-				return 0, fmt.Errorf("etcdstore: %w", err)
+				return fmt.Errorf("etcdstore: %w", err)
 			}
 			fetch = nil
 		}
@@ -187,17 +179,17 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			fetch = fetch[len(chunk):]
 			cs, err := s.fetchChanges(ctx, chunk, rev)
 			if err != nil {
-				return 0, err
+				return err
 			}
 			markNew(cs, absent)
 			if err := d.Apply(0, cs); err != nil {
-				return 0, fmt.Errorf("etcdstore: %w", err)
+				return fmt.Errorf("etcdstore: %w", err)
 			}
 		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			break
-		}
-		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("etcdstore: reconcile the on-disk index: %w", mapErr(err))
 	}
 	if err := d.EndReconcile(rev); err != nil {
 		return 0, fmt.Errorf("etcdstore: %w", err)

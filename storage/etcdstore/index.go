@@ -206,7 +206,7 @@ func (s *Store) countListKeys(path string, n int) {
 func (s *Store) currentRevision(ctx context.Context) (int64, error) {
 	resp, err := s.get(ctx, s.root)
 	if err != nil {
-		return 0, fmt.Errorf("etcdstore: list: %w", mapErr(err))
+		return 0, fmt.Errorf("read the current revision: %w", mapErr(err))
 	}
 	s.observe(resp.Header.Revision)
 	return resp.Header.Revision, nil
@@ -290,7 +290,7 @@ func (s *Store) indexedList(ctx context.Context, opts storage.ListOptions, plan 
 	if at == 0 {
 		cur, err := s.currentRevision(ctx)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("etcdstore: list: %w", err)
 		}
 		if opts.Revision > 0 {
 			if opts.Revision > cur {

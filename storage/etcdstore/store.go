@@ -171,13 +171,15 @@ func Open(opts Options) (*Store, error) {
 
 	ctx, cancel := context.WithTimeout(s.ctx, opts.DialTimeout)
 	defer cancel()
-	resp, err := s.cli.Get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	// One key, not a count of the prefix: etcd counts by visiting every
+	// key (seconds at 10M events), and only the revision and the
+	// cluster's id are needed here.
+	resp, err := s.cli.Get(ctx, s.root, clientv3.WithCountOnly())
 	if err != nil {
 		s.closeClient()
 		return nil, fmt.Errorf("etcdstore: read %s: %w", s.root, mapErr(s.unavailable(s.ctx, err)))
 	}
 	s.observe(resp.Header.Revision)
-	s.lastCount.Store(resp.Count)
 	comp, err := s.cli.Get(ctx, compactRevKey)
 	if err != nil {
 		s.closeClient()

@@ -83,13 +83,14 @@ func (s *Store) Watch(ctx context.Context, opts storage.WatchOptions) (storage.W
 		}
 		initial, start = res, res.Revision
 	case start == 0 && !opts.FromOrigin:
-		resp, err := s.get(ctx, s.root, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		// The current revision, from a read of one key: a count of the
+		// prefix would visit every stored key for each watch.
+		rev, err := s.currentRevision(ctx)
 		if err != nil {
 			cancel()
-			return nil, fmt.Errorf("etcdstore: watch: %w", mapErr(err))
+			return nil, fmt.Errorf("etcdstore: watch: %w", err)
 		}
-		s.observe(resp.Header.Revision)
-		start = resp.Header.Revision
+		start = rev
 	default:
 		// The store's ring may still hold changes etcd has compacted
 		// away (another replica or a kube-apiserver compacted): ask etcd,

@@ -1,0 +1,97 @@
+package etcdstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestKeyPages: the streamed read (etcd 3.7's RangeStream) and the paged
+// one (older etcd) hand over the same keys of the prefix at the given
+// revision, each once, in key order, with starts that cover every key,
+// and end with one last call; keys written after the revision, and keys
+// outside the prefix, are not among them.
+func TestKeyPages(t *testing.T) {
+	e, endpoint := etcdtest.Start(t, t.TempDir())
+	defer e.Close()
+	s, err := Open(Options{Endpoints: []string{endpoint}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// More than one page of each reader: 25,000 keys in transactions of
+	// 100 puts.
+	const n = 25000
+	var want []string
+	for i := 0; i < n; i += 100 {
+		var ops []clientv3.Op
+		for j := i; j < i+100; j++ {
+			k := fmt.Sprintf("%sns%d/ev-%05d", s.root, j%3, j)
+			ops = append(ops, clientv3.OpPut(k, ""))
+			want = append(want, k)
+		}
+		if _, err := s.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(want)
+	cur, err := s.cli.Get(ctx, s.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev := cur.Header.Revision
+	if _, err := s.cli.Put(ctx, s.root+"ns0/later", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.cli.Put(ctx, "/registry/eventsz", ""); err != nil {
+		t.Fatal(err)
+	}
+	for name, read := range map[string]func(context.Context, int64, keyPageFunc) error{
+		"stream": s.streamKeyPages,
+		"paged":  s.pagedKeyPages,
+	} {
+		var got []string
+		pages, lasts := 0, 0
+		err := read(ctx, rev, func(kvs []*mvccpb.KeyValue, start string, last bool) error {
+			if lasts > 0 {
+				t.Fatalf("%s: a call after the last", name)
+			}
+			if last {
+				lasts++
+				if len(kvs) != 0 {
+					t.Errorf("%s: the last call has %d keys", name, len(kvs))
+				}
+				return nil
+			}
+			pages++
+			if first := string(kvs[0].Key); first < start || (len(got) > 0 && start <= got[len(got)-1]) {
+				t.Errorf("%s: page %d starts at %q, its first key is %q, the previous page's last %q", name, pages, start, first, got[len(got)-1])
+			}
+			for _, kv := range kvs {
+				if len(kv.Value) != 0 || kv.ModRevision == 0 {
+					t.Fatalf("%s: key %s with a value or without a revision", name, kv.Key)
+				}
+				got = append(got, string(kv.Key))
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if lasts != 1 || pages < 2 {
+			t.Errorf("%s: %d pages, %d last calls; want more than one page and one last call", name, pages, lasts)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %d keys, want %d (first %q)", name, len(got), len(want), got[:min(3, len(got))])
+		}
+	}
+}
