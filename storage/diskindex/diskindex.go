@@ -38,6 +38,7 @@ import (
 	"github.com/kubevents/kubevents/internal/dirlock"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/index"
+	"github.com/kubevents/kubevents/storage/pebblebatch"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -165,7 +166,11 @@ type Index struct {
 	lock  *pebble.Lock
 	cache *pebble.Cache
 
-	wmu sync.Mutex // serializes writers
+	wmu sync.Mutex // serializes writers; guards what follows
+	// staging and overlay are Apply's: its writes in key order, and the
+	// records it changed (nil: removed), reused from batch to batch.
+	staging pebblebatch.Sorted
+	overlay map[string]*record
 
 	mu          sync.RWMutex // guards what follows; held while a batch commits and the state moves
 	id          Identity
@@ -236,7 +241,7 @@ func Open(opts Options) (*Index, error) {
 		lock.Close()
 		return nil, fmt.Errorf("diskindex: opening %s: %w", opts.Dir, err)
 	}
-	d := &Index{opts: opts, set: opts.Set, pos: map[index.ID]int{}, db: db, lock: lock, cache: cache, leases: map[int64]leaseUse{}, changed: make(chan struct{})}
+	d := &Index{opts: opts, set: opts.Set, pos: map[index.ID]int{}, db: db, lock: lock, cache: cache, leases: map[int64]leaseUse{}, changed: make(chan struct{}), overlay: map[string]*record{}}
 	for p, id := range d.set.IDs() {
 		d.pos[id] = p
 	}
@@ -599,16 +604,26 @@ func (d *Index) Apply(rev int64, changes []Change) error {
 	case !reconciling && rev == 0:
 		return errors.New("diskindex: Apply without a revision")
 	}
-	b := d.db.NewIndexedBatch()
-	defer b.Close()
+	// The writes go to a plain batch in key order (pebblebatch.Sorted:
+	// pebble's memtable insertions are then short searches from the
+	// previous key rather than from the skiplist's head), so they cannot
+	// be read back before the commit: the records this Apply changed are
+	// read from an overlay instead, which an indexed batch would have
+	// answered.
+	b := &d.staging
+	b.Reset(d.db.NewBatch())
+	defer func() {
+		_ = b.Close()
+		clear(d.overlay)
+	}()
 	var dCount, dRemoved, dBytes int64
 	dLeases := map[int64]leaseUse{}
 	for _, c := range changes {
 		key := c.Namespace + "/" + c.Name
-		var old *record
-		if !c.New {
+		old, changed := d.overlay[key]
+		if !changed && !c.New {
 			var err error
-			if old, err = d.getRecord(b, key); err != nil {
+			if old, err = d.getRecord(d.db, key); err != nil {
 				return err
 			}
 		}
@@ -624,15 +639,14 @@ func (d *Index) Apply(rev int64, changes []Change) error {
 		if old == nil && rec == nil {
 			continue
 		}
+		d.overlay[key] = rec
 		// The removal record: the old values leave at this revision.
 		if old != nil && old.indexed && !reconciling && (rec == nil || !rec.indexed || !equalVals(old.vals, rec.vals)) {
 			v := make([]byte, 0, 32)
 			for _, s := range old.vals {
 				v = appendString(v, s)
 			}
-			if err := b.Set(removedKey(c.Revision, key), v, nil); err != nil {
-				return fmt.Errorf("diskindex: %w", err)
-			}
+			b.Set(removedKey(c.Revision, key), v)
 			dRemoved++
 		}
 		// Index entries.
@@ -648,10 +662,10 @@ func (d *Index) Apply(rev int64, changes []Change) error {
 				continue
 			}
 			if ov != "" {
-				_ = b.Delete(entryKey(id, ov, key), nil)
+				b.Delete(entryKey(id, ov, key))
 			}
 			if nv != "" {
-				_ = b.Set(entryKey(id, nv, key), nil, nil)
+				b.Set(entryKey(id, nv, key), nil)
 			}
 		}
 		if old != nil && old.indexed {
@@ -668,7 +682,7 @@ func (d *Index) Apply(rev int64, changes []Change) error {
 			dLeases[old.lease] = u
 			dBytes -= old.size
 			if rec == nil || rec.lease != old.lease {
-				_ = b.Delete(leaseKey(old.lease, key), nil)
+				b.Delete(leaseKey(old.lease, key))
 			}
 		}
 		if rec != nil {
@@ -678,13 +692,11 @@ func (d *Index) Apply(rev int64, changes []Change) error {
 			dLeases[rec.lease] = u
 			dBytes += rec.size
 			if old == nil || rec.lease != old.lease {
-				_ = b.Set(leaseKey(rec.lease, key), nil, nil)
+				b.Set(leaseKey(rec.lease, key), nil)
 			}
-			if err := b.Set(objectKey(key), d.encodeRecord(rec), nil); err != nil {
-				return fmt.Errorf("diskindex: %w", err)
-			}
+			b.Set(objectKey(key), d.encodeRecord(rec))
 		} else {
-			_ = b.Delete(objectKey(key), nil)
+			b.Delete(objectKey(key))
 		}
 	}
 	d.mu.RLock()
@@ -699,15 +711,15 @@ func (d *Index) Apply(rev int64, changes []Change) error {
 	d.mu.RUnlock()
 	for l, u := range newLeases {
 		if u.keys <= 0 {
-			_ = b.Delete(bytesKey(l), nil)
+			b.Delete(bytesKey(l))
 		} else {
-			_ = b.Set(bytesKey(l), binary.AppendUvarint(binary.AppendUvarint(nil, uint64(u.bytes)), uint64(u.keys)), nil)
+			b.Set(bytesKey(l), binary.AppendUvarint(binary.AppendUvarint(nil, uint64(u.bytes)), uint64(u.keys)))
 		}
 	}
-	putUint(b, metaCount, uint64(count))
-	putUint(b, metaRemoved, uint64(removed))
+	b.Set(metaCount, binary.AppendUvarint(nil, uint64(count)))
+	b.Set(metaRemoved, binary.AppendUvarint(nil, uint64(removed)))
 	if rev != 0 {
-		putUint(b, metaRev, uint64(max(rev, cur)))
+		b.Set(metaRev, binary.AppendUvarint(nil, uint64(max(rev, cur))))
 	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return fmt.Errorf("diskindex: writing a batch at revision %d: %w", rev, err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/diskindex"
@@ -198,6 +199,144 @@ func TestAgainstMemory(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("round %d, plan %+v at %d limit %d: keys differ from memory's (-memory +disk):\n%s", round, p, at, limit, diff)
 			}
+		}
+	}
+}
+
+// TestApplyRepeatedKeys applies batches that change a few keys several
+// times each (put, put with other values or another lease, undecodable,
+// delete, create again, delete of an absent key), where a change must
+// see the record an earlier change of the same batch wrote, and checks
+// the keys against index.Memory at every batch's revision, the mod
+// revisions Scan gives, and the count and budget's bytes per lease
+// against a model, before and after a reopen (which reads the lease
+// totals back from disk).
+func TestApplyRepeatedKeys(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	g := gen{rand.New(rand.NewPCG(seed, 1))}
+	dir := t.TempDir()
+	d := fresh(t, dir)
+	defer func() { d.Close() }()
+	m := index.NewMemory(index.All())
+	m.SetRevision(1)
+	type use struct{ modRev, size, lease int64 }
+	model := map[string]use{}
+	rev := int64(1)
+	var revs []int64
+	// put, del and raw make one change and record it in memory and the
+	// model; first is a fixed batch, the others random over three keys.
+	var batch []diskindex.Change
+	put := func(key string, lease int64) {
+		rev++
+		ns, name, _ := strings.Cut(key, "/")
+		ev := g.event(key)
+		m.Put(ev, rev)
+		_, exists := model[key]
+		model[key] = use{rev, 100 + rev, lease}
+		batch = append(batch, diskindex.Change{Namespace: ns, Name: name, Event: ev, Revision: rev, Size: 100 + rev, Lease: lease, New: !exists})
+	}
+	raw := func(key string, lease int64) { // undecodable
+		rev++
+		ns, name, _ := strings.Cut(key, "/")
+		m.Delete(ns, name, rev)
+		model[key] = use{rev, 10, lease}
+		batch = append(batch, diskindex.Change{Namespace: ns, Name: name, Revision: rev, Size: 10, Lease: lease})
+	}
+	del := func(key string) {
+		rev++
+		ns, name, _ := strings.Cut(key, "/")
+		m.Delete(ns, name, rev)
+		delete(model, key)
+		batch = append(batch, diskindex.Change{Namespace: ns, Name: name, Delete: true, Revision: rev})
+	}
+	check := func(when string) {
+		t.Helper()
+		if d.Revision() != m.Revision() || d.Len() != m.Len() {
+			t.Fatalf("%s: disk at %d with %d keys, memory at %d with %d", when, d.Revision(), d.Len(), m.Revision(), m.Len())
+		}
+		wantLeases, wantBytes := map[int64]int64{}, int64(0)
+		var wantScan []diskindex.KeyRevision
+		for k, u := range model {
+			wantLeases[u.lease] += u.size
+			wantBytes += u.size
+			wantScan = append(wantScan, diskindex.KeyRevision{Key: k, ModRevision: u.modRev})
+		}
+		slices.SortFunc(wantScan, func(a, b diskindex.KeyRevision) int { return strings.Compare(a.Key, b.Key) })
+		if got := d.LeaseBytes(); !cmp.Equal(got, wantLeases, cmpopts.EquateEmpty()) {
+			t.Fatalf("%s: lease bytes %v, want %v", when, got, wantLeases)
+		}
+		if got := d.Bytes(); got != wantBytes {
+			t.Fatalf("%s: bytes %d, want %d", when, got, wantBytes)
+		}
+		scan, err := d.Scan("", 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(wantScan, scan, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("%s: scan (-want +got):\n%s", when, diff)
+		}
+		for i := range 30 {
+			sel := g.selector()
+			if i == 0 {
+				sel = storage.Selector{}
+			}
+			p := m.Set().Plan(sel)
+			for _, at := range append([]int64{0}, revs...) {
+				want, werr := keysPaged(t, m, p, at, 0)
+				got, gerr := keysPaged(t, d, p, at, 0)
+				if werr != nil || gerr != nil {
+					t.Fatalf("%s, plan %+v at %d: error %v, memory's %v", when, p, at, gerr, werr)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("%s, plan %+v at %d: keys differ from memory's (-memory +disk):\n%s", when, p, at, diff)
+				}
+			}
+		}
+	}
+	apply := func() {
+		t.Helper()
+		if err := d.Apply(rev, batch); err != nil {
+			t.Fatal(err)
+		}
+		revs = append(revs, rev)
+		batch = nil
+	}
+
+	del("a/x") // absent: nothing to remove
+	put("a/x", 1)
+	put("a/x", 1)
+	put("a/x", 2) // another lease
+	raw("a/x", 2) // no longer indexed
+	put("a/x", 3) // indexed again
+	put("b/y", 1)
+	del("b/y")
+	put("b/y", 2) // created again
+	put("b/z", 1)
+	del("b/z")
+	apply()
+	check("fixed batch")
+	keys := []string{"a/x", "b/y", "b/z"}
+	for round := range 20 {
+		for range 4 + g.r.IntN(8) {
+			key := keys[g.r.IntN(len(keys))]
+			switch g.r.IntN(5) {
+			case 0:
+				del(key)
+			case 1:
+				raw(key, int64(g.r.IntN(3)))
+			default:
+				put(key, int64(g.r.IntN(3)))
+			}
+		}
+		apply()
+		check(fmt.Sprintf("round %d", round))
+		if round%5 == 4 {
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			d = open(t, dir)
+			check(fmt.Sprintf("round %d, reopened", round))
 		}
 	}
 }

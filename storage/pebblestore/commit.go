@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/pebblebatch"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
@@ -206,7 +207,7 @@ func (st *objState) event() (*corev1.Event, error) {
 }
 
 type group struct {
-	batch   *sortedBatch
+	batch   *pebblebatch.Sorted
 	states  map[string]*objState
 	entries []entry
 	now     time.Time
@@ -277,14 +278,12 @@ func (s *Store) commitGroup(ops []*op) {
 		return
 	}
 	g := &group{
-		batch:  &sortedBatch{b: s.db.NewBatch(), staged: s.staging[:0]},
+		batch:  &s.staging,
 		states: make(map[string]*objState, len(ops)),
 		now:    s.clock.Now(),
 	}
-	defer func() {
-		_ = g.batch.b.Close()
-		s.staging = g.batch.staged[:0] // kept for the next group
-	}()
+	s.staging.Reset(s.db.NewBatch())
+	defer s.staging.Close() // its staging area is kept for the next group
 	startRev, startCount, startBytes := s.rev, s.count, s.liveBytes
 	for _, o := range ops {
 		o.err = s.stage(g, o)

@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/budget"
+	"github.com/kubevents/kubevents/storage/pebblebatch"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 )
@@ -57,8 +58,9 @@ type Store struct {
 	liveBytes  int64
 	budget     *budget.Budget
 	budgetWake chan struct{}
-	// staging is the sortedBatch's staging area, kept between groups.
-	staging []stagedWrite
+	// staging writes each group in key order; its staging area is kept
+	// between groups.
+	staging pebblebatch.Sorted
 
 	// Published state.
 	durableRev atomic.Int64

@@ -1,4 +1,4 @@
-package pebblestore
+package pebblebatch_test
 
 import (
 	"errors"
@@ -6,18 +6,20 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/kubevents/kubevents/storage/pebblebatch"
 )
 
-// TestSortedBatchOrder checks that the staged writes reach the batch in
+// TestSortedOrder checks that the staged writes reach the batch in
 // key order, that writes of one key keep their order, and that a range
 // deletion covers exactly the writes staged before it.
-func TestSortedBatchOrder(t *testing.T) {
+func TestSortedOrder(t *testing.T) {
 	db, err := pebble.Open("db", &pebble.Options{FS: vfs.NewMem()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	sb := &sortedBatch{b: db.NewBatch()}
+	sb := pebblebatch.New(db.NewBatch())
+	defer sb.Close()
 	sb.Set([]byte("l5"), []byte("a"))
 	sb.Set([]byte("k"), []byte("first"))
 	sb.Set([]byte("l1"), []byte("trimmed"))
@@ -33,8 +35,11 @@ func TestSortedBatchOrder(t *testing.T) {
 	}
 
 	var got []string
-	sb.flush()
-	for r := sb.b.Reader(); ; {
+	if n := sb.Staged(); n != 2 {
+		t.Fatalf("%d writes staged after the range deletion, want 2 (the range deletion flushes)", n)
+	}
+	sb.Flush()
+	for r := sb.Batch().Reader(); ; {
 		kind, k, _, ok, err := r.Next()
 		if err != nil {
 			t.Fatal(err)
