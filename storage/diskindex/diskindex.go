@@ -408,19 +408,11 @@ func (d *Index) LeaseBytes() map[int64]int64 {
 
 // Wait returns once the index has reached rev, or with ctx's error.
 func (d *Index) Wait(ctx context.Context, rev int64) error {
-	for {
+	return index.WaitRevision(ctx, rev, func() (int64, <-chan struct{}) {
 		d.mu.RLock()
-		cur, ch := d.rev, d.changed
-		d.mu.RUnlock()
-		if cur >= rev {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("index at revision %d, waiting for %d: %w", cur, rev, ctx.Err())
-		}
-	}
+		defer d.mu.RUnlock()
+		return d.rev, d.changed
+	})
 }
 
 // advance records rev and wakes waiters; d.mu is held.

@@ -33,32 +33,10 @@ func TestIndexRebuiltAfterWatchBreak(t *testing.T) {
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ev := func(name, reason string) *corev1.Event {
-		return &corev1.Event{
-			ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: name},
-			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
-			Reason:         reason,
-		}
-	}
+	ev := reasonEvent
 	list := func(reason string) []string {
 		t.Helper()
-		f, err := eventapi.ParseFieldSelector(eventapi.CoreV1, "reason="+reason, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := a.IndexedLists()
-		res, err := a.List(ctx, storage.ListOptions{Selector: storage.Selector{Fields: f}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.IndexedLists() == before {
-			t.Fatal("the list did not go through the index")
-		}
-		names := []string{}
-		for _, it := range res.Items {
-			names = append(names, it.Name)
-		}
-		return names
+		return indexedListNames(ctx, t, a, reason)
 	}
 	for i := range 5 {
 		if _, err := b.Create(ctx, ev("old"+strconv.Itoa(i), "Old"), storage.WriteOptions{}); err != nil {
@@ -123,32 +101,10 @@ func TestDiskIndexReconciledAfterWatchBreak(t *testing.T) {
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ev := func(name, reason string) *corev1.Event {
-		return &corev1.Event{
-			ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: name},
-			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
-			Reason:         reason,
-		}
-	}
+	ev := reasonEvent
 	list := func(reason string) []string {
 		t.Helper()
-		f, err := eventapi.ParseFieldSelector(eventapi.CoreV1, "reason="+reason, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := a.IndexedLists()
-		res, err := a.List(ctx, storage.ListOptions{Selector: storage.Selector{Fields: f}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.IndexedLists() == before {
-			t.Fatal("the list did not go through the index")
-		}
-		names := []string{}
-		for _, it := range res.Items {
-			names = append(names, it.Name)
-		}
-		return names
+		return indexedListNames(ctx, t, a, reason)
 	}
 	for i := range 5 {
 		if _, err := b.Create(ctx, ev("old"+strconv.Itoa(i), "Old"), storage.WriteOptions{}); err != nil {
@@ -192,4 +148,36 @@ func TestDiskIndexReconciledAfterWatchBreak(t *testing.T) {
 	if n := a.idx.Load().m.Len(); n != 6 {
 		t.Fatalf("the reconciled index holds %d events, want 6", n)
 	}
+}
+
+// reasonEvent is an event about pod default/p with the given reason.
+func reasonEvent(name, reason string) *corev1.Event {
+	return &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: "default", Name: name},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "p"},
+		Reason:         reason,
+	}
+}
+
+// indexedListNames lists the events of s with the given reason, failing
+// unless the list went through the index, and returns their names.
+func indexedListNames(ctx context.Context, t *testing.T, s *Store, reason string) []string {
+	t.Helper()
+	f, err := eventapi.ParseFieldSelector(eventapi.CoreV1, "reason="+reason, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := s.IndexedLists()
+	res, err := s.List(ctx, storage.ListOptions{Selector: storage.Selector{Fields: f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.IndexedLists() == before {
+		t.Fatal("the list did not go through the index")
+	}
+	names := []string{}
+	for _, it := range res.Items {
+		names = append(names, it.Name)
+	}
+	return names
 }

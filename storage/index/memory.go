@@ -299,19 +299,11 @@ func (m *Memory) SetRevision(rev int64) {
 
 // Wait returns once the index has reached rev, or with ctx's error.
 func (m *Memory) Wait(ctx context.Context, rev int64) error {
-	for {
+	return WaitRevision(ctx, rev, func() (int64, <-chan struct{}) {
 		m.mu.RLock()
-		cur, ch := m.rev, m.changed
-		m.mu.RUnlock()
-		if cur >= rev {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("index at revision %d, waiting for %d: %w", cur, rev, ctx.Err())
-		}
-	}
+		defer m.mu.RUnlock()
+		return m.rev, m.changed
+	})
 }
 
 // advance records rev and wakes waiters; m.mu is held.
