@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -29,6 +30,18 @@ import (
 
 // ReportingController is the reporting controller of the agent's events.
 const ReportingController = "kubevents.io/nodeagent"
+
+// criReconnect is how often the CRI connection is redialled while the
+// runtime is down. gRPC's default waits 1 s, then 1.6 times longer after
+// each failure, and fails calls at once meanwhile; a relist every second
+// while the stream is down (pleg.GenericRelistPeriod) would then fail
+// for seconds after the runtime is back, missing any container that
+// started, exited and was removed in that time. Redialling a local socket
+// is cheap, so the delay never exceeds one relist period.
+var criReconnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: pleg.GenericRelistPeriod},
+	MinConnectTimeout: 20 * time.Second,
+}
 
 // Options are the nodeagent command's flags.
 type Options struct {
@@ -109,7 +122,8 @@ func Run(ctx context.Context, o Options, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("API server client: %w", err)
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(criReconnect))
 	if err != nil {
 		return fmt.Errorf("CRI client for %s: %w", target, err)
 	}

@@ -224,15 +224,24 @@ func describe(evs []eventsv1.Event) string {
 // waitRecorded waits until the agent's recorded counters equal want.
 func waitRecorded(t *testing.T, a *agent, want map[string]int) {
 	t.Helper()
-	eventuallyE2E(t, func() bool {
+	got := map[string]float64{}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
 		m := scrape(t, a.metrics+"/metrics")
+		done := true
 		for reason, n := range want {
-			if m["nodeagent_events_recorded_total{reason="+reason+"}"] != float64(n) {
-				return false
-			}
+			got[reason] = m["nodeagent_events_recorded_total{reason="+reason+"}"]
+			done = done && got[reason] == float64(n)
 		}
-		return true
-	}, fmt.Sprintf("the agent to record %v", want))
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for the agent to record %v: recorded %v (missed events caught by relists: %v)",
+				want, got, m["kubelet_pleg_missed_events_total"])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestContainerdCrashloop: a container failing with exit code 1, restarted

@@ -217,6 +217,36 @@ func Run(t *testing.T, h Harness) {
 	if got := metricstest.Sum(t, reg, budget.LimitMetric); int64(got) != maxBytes {
 		t.Errorf("%s = %v, want %d", budget.LimitMetric, got, maxBytes)
 	}
+
+	// Phase three: one write at a time, each measured and settled before
+	// the next, until one takes the bytes over the budget. No write races
+	// the round it starts, so the round ends at the low-water mark.
+	lowWater := maxBytes / 100 * budget.LowWaterPercent
+	for i := phaseOne + phaseTwo; ; i++ {
+		if i == phaseOne+phaseTwo+int(maxBytes/one)+2 {
+			t.Fatalf("%d writes one at a time never went over the budget %d (stored %d)", i-phaseOne-phaseTwo, maxBytes, s.StoredBytes())
+		}
+		before, expiredBefore := s.StoredBytes(), metricstest.Sum(t, reg, budget.ExpirationsMetric)
+		create(t, s, i, "Later")
+		// Measured (bytes changed, or a round already expired some), and
+		// no round under way or due.
+		deadline := time.Now().Add(10 * time.Second)
+		for (s.StoredBytes() == before && metricstest.Sum(t, reg, budget.ExpirationsMetric) == expiredBefore) ||
+			s.StoredBytes() > maxBytes || s.BudgetBusy() {
+			if time.Now().After(deadline) {
+				t.Fatalf("write %d: stored bytes %d (before it %d), budget %d, round under way: %v",
+					i, s.StoredBytes(), before, maxBytes, s.BudgetBusy())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if metricstest.Sum(t, reg, budget.ExpirationsMetric) > expiredBefore {
+			if after := s.StoredBytes(); after > lowWater {
+				t.Fatalf("a round of early expiry with no write racing it ended at %d bytes, above the low-water mark %d (budget %d)",
+					after, lowWater, maxBytes)
+			}
+			return
+		}
+	}
 }
 
 func storageNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }
