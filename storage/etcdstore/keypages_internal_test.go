@@ -5,12 +5,19 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/kubevents/kubevents/internal/syncbuf"
 	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // TestKeyPages: the streamed read (etcd 3.7's RangeStream) and the paged
@@ -55,9 +62,13 @@ func TestKeyPages(t *testing.T) {
 	if _, err := s.cli.Put(ctx, "/registry/eventsz", ""); err != nil {
 		t.Fatal(err)
 	}
+	// A store whose etcd answers RangeStream as etcd 3.6 and older do
+	// (Unimplemented, on the stream's first receive) reads in pages.
+	old, oldLog := openWithoutRangeStream(t, endpoint)
 	for name, read := range map[string]func(context.Context, int64, keyPageFunc) error{
-		"stream": s.streamKeyPages,
-		"paged":  s.pagedKeyPages,
+		"stream":               s.streamKeyPages,
+		"paged":                s.pagedKeyPages,
+		"no RangeStream (3.6)": old.keyPages,
 	} {
 		var got []string
 		pages, lasts := 0, 0
@@ -94,4 +105,50 @@ func TestKeyPages(t *testing.T) {
 			t.Errorf("%s: %d keys, want %d (first %q)", name, len(got), len(want), got[:min(3, len(got))])
 		}
 	}
+	if !strings.Contains(oldLog.String(), "etcd has no RangeStream") {
+		t.Errorf("reading without RangeStream did not say so; log:\n%s", oldLog)
+	}
+}
+
+// openWithoutRangeStream opens a store on endpoint through a client that
+// gets, for every RangeStream, what etcd 3.6 and older answer a method
+// they do not have: the stream opens, and its first receive fails with
+// Unimplemented. The store's log is returned.
+func openWithoutRangeStream(t *testing.T, endpoint string) (*Store, *syncbuf.Buffer) {
+	t.Helper()
+	refuse := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string,
+		streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if method == "/etcdserverpb.KV/RangeStream" {
+			return unimplementedStream{ctx: ctx, method: method}, nil
+		}
+		return streamer(ctx, desc, cc, method, opts...)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: etcdtest.StartTimeout,
+		DialOptions: []grpc.DialOption{grpc.WithChainStreamInterceptor(refuse)}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	logs := &syncbuf.Buffer{}
+	s, err := Open(Options{Client: cli, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, logs
+}
+
+// unimplementedStream is a client stream to a server without its method.
+type unimplementedStream struct {
+	ctx    context.Context
+	method string
+}
+
+func (u unimplementedStream) Header() (metadata.MD, error) { return nil, nil }
+func (u unimplementedStream) Trailer() metadata.MD         { return nil }
+func (u unimplementedStream) CloseSend() error             { return nil }
+func (u unimplementedStream) Context() context.Context     { return u.ctx }
+func (u unimplementedStream) SendMsg(any) error            { return nil }
+func (u unimplementedStream) RecvMsg(any) error {
+	return status.Errorf(codes.Unimplemented, "unknown method %s", u.method)
 }
