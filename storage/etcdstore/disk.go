@@ -87,25 +87,56 @@ func (s *Store) identity(clusterID uint64) diskindex.Identity {
 	return diskindex.Identity{ClusterID: clusterID, Prefix: s.root}
 }
 
-// reconcile brings d up to date with etcd at its current revision R: a
+// reconcileStalls is how many reconciliations in a row etcd may compact
+// past, each before it fetched anything, before the store gives up. A
+// reconciliation cut short by a compaction past its revision (kube-apiserver
+// compacts a shared etcd every 5 minutes; the first reconciliation of 10M
+// events takes longer) is tried again at the current revision, keeping
+// every record the ones before it wrote: one that fetched something made
+// progress, so only one that fetched nothing counts as a stall.
+const reconcileStalls = 3
+
+// reconcile is reconcileOnce, tried again while etcd compacts past its
+// revision and the tries make progress.
+func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.Identity) (int64, error) {
+	stalls := 0
+	for {
+		rev, fetched, err := s.reconcileOnce(ctx, d, id)
+		if !errors.Is(err, storage.ErrCompacted) {
+			return rev, err
+		}
+		s.reconFetched.Add(fetched)
+		if fetched > 0 {
+			stalls = 0
+		} else if stalls++; stalls == reconcileStalls {
+			return 0, fmt.Errorf("%w (%d reconciliations in a row found etcd compacted past their revision before they fetched anything: "+
+				"etcd is compacted more often than the prefix's keys can be read)", err, stalls)
+		}
+		s.log.Warn("etcdstore: etcd compacted past the revision the on-disk index was being reconciled at; "+
+			"reconciling again at the current revision, keeping what was fetched", "revision", rev, "fetched", fetched, "err", err)
+	}
+}
+
+// reconcileOnce brings d up to date with etcd at its current revision R: a
 // keys-only range read of the prefix at R (keys and mod revisions, no
 // values) is compared with d's records; the keys that are new or whose
 // mod revision differs are fetched at R (transactions of fetchBatch gets)
 // and decoded, and d's keys absent at R are removed. It returns R, from
-// which the shared watch follows on.
-func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.Identity) (int64, error) {
+// which the shared watch follows on, and the number of keys it fetched
+// (also when it fails: what it fetched is kept in d).
+func (s *Store) reconcileOnce(ctx context.Context, d *diskindex.Index, id diskindex.Identity) (rev, fetched int64, err error) {
 	if err := d.BeginReconcile(id); err != nil {
-		return 0, fmt.Errorf("etcdstore: %w", err)
+		return 0, 0, fmt.Errorf("etcdstore: %w", err)
 	}
-	var fetched, removed, kept int64
+	var removed, kept int64
 	local := &localRecords{d: d}
 	// A linearizable read: R is at least every revision acknowledged
 	// before the reconciliation began.
 	cur, err := s.get(ctx, s.root)
 	if err != nil {
-		return 0, fmt.Errorf("etcdstore: reconcile the on-disk index: %w", mapErr(err))
+		return 0, 0, fmt.Errorf("etcdstore: reconcile the on-disk index: %w", mapErr(err))
 	}
-	rev := cur.Header.Revision
+	rev = cur.Header.Revision
 	s.observe(rev)
 	err = s.keyPages(ctx, rev, func(kvs []*mvccpb.KeyValue, start string, last bool) error {
 		var fetch []string
@@ -119,7 +150,7 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			for {
 				l, ok, err := local.peek()
 				if err != nil {
-					return fmt.Errorf("etcdstore: %w", err)
+					return err
 				}
 				if !ok || l.Key >= rel {
 					break
@@ -129,7 +160,7 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			}
 			l, ok, err := local.peek()
 			if err != nil {
-				return fmt.Errorf("etcdstore: %w", err)
+				return err
 			}
 			if ok && l.Key == rel {
 				local.pop()
@@ -146,7 +177,7 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			for {
 				l, ok, err := local.peek()
 				if err != nil {
-					return fmt.Errorf("etcdstore: %w", err)
+					return err
 				}
 				if !ok {
 					break
@@ -156,9 +187,8 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			}
 		}
 		removed += int64(len(changes))
-		fetched += int64(len(fetch))
 		if err := d.Apply(0, changes); err != nil {
-			return fmt.Errorf("etcdstore: %w", err)
+			return err
 		}
 		if len(fetch) > 0 && 2*len(fetch) > len(kvs) {
 			// Most of the page changed (a new index): one range read of
@@ -170,8 +200,9 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			}
 			markNew(cs, absent)
 			if err := d.Apply(0, cs); err != nil {
-				return fmt.Errorf("etcdstore: %w", err)
+				return err
 			}
+			fetched += int64(len(fetch))
 			fetch = nil
 		}
 		for len(fetch) > 0 {
@@ -183,16 +214,17 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 			}
 			markNew(cs, absent)
 			if err := d.Apply(0, cs); err != nil {
-				return fmt.Errorf("etcdstore: %w", err)
+				return err
 			}
+			fetched += int64(len(chunk))
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("etcdstore: reconcile the on-disk index: %w", mapErr(err))
+		return rev, fetched, fmt.Errorf("etcdstore: reconcile the on-disk index: %w", mapErr(err))
 	}
 	if err := d.EndReconcile(rev); err != nil {
-		return 0, fmt.Errorf("etcdstore: %w", err)
+		return rev, fetched, fmt.Errorf("etcdstore: %w", err)
 	}
 	s.reconciles.Add(1)
 	s.reconFetched.Add(fetched)
@@ -203,7 +235,7 @@ func (s *Store) reconcile(ctx context.Context, d *diskindex.Index, id diskindex.
 	}
 	s.log.Info("etcdstore: the on-disk index is reconciled with etcd", "revision", rev,
 		"unchanged", kept, "fetched", fetched, "removed", removed, "keys", d.Len())
-	return rev, nil
+	return rev, fetched, nil
 }
 
 // markNew marks the puts of keys the index has no record of as New, so
@@ -229,7 +261,7 @@ func (s *Store) fetchChanges(ctx context.Context, keys []string, rev int64) ([]d
 	}
 	resp, err := s.txn(ctx, ops...)
 	if err != nil {
-		return nil, fmt.Errorf("etcdstore: reconcile the on-disk index: fetch %d keys at %d: %w", len(keys), rev, mapErr(err))
+		return nil, fmt.Errorf("fetch %d keys at %d: %w", len(keys), rev, mapErr(err))
 	}
 	out := make([]diskindex.Change, 0, len(keys))
 	for i, r := range resp.Responses {
@@ -256,7 +288,7 @@ func (s *Store) fetchRange(ctx context.Context, start, last string, keys []strin
 	for {
 		resp, err := s.get(ctx, start, clientv3.WithRange(last+"\x00"), clientv3.WithRev(rev), clientv3.WithLimit(indexBuildBatch))
 		if err != nil {
-			return nil, fmt.Errorf("etcdstore: reconcile the on-disk index: read %s..%s at %d: %w", start, last, rev, mapErr(err))
+			return nil, fmt.Errorf("read %s..%s at %d: %w", start, last, rev, mapErr(err))
 		}
 		for _, kv := range resp.Kvs {
 			rel := strings.TrimPrefix(string(kv.Key), s.root)

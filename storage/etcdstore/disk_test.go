@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,8 +16,10 @@ import (
 	"github.com/kubevents/kubevents/storage/diskindex"
 	"github.com/kubevents/kubevents/storage/etcdstore"
 	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // diskEnv is an etcd, a client of it, and the on-disk index directory
@@ -336,4 +339,103 @@ func TestDiskIndexOneStorePerDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	openIndexed(t, e.cli, e.indexDir, "").Close()
+}
+
+// compactingClient is a client of cli's etcd that, before each of the
+// first n reads of values at a past revision (a reconciliation's
+// fetches, by range or by transaction of gets), writes a key outside the
+// prefix and compacts etcd to the current revision through cli: the
+// fetch then finds its revision compacted, as when kube-apiserver
+// compacts a shared etcd mid-reconciliation. n < 0 is every read.
+func compactingClient(t *testing.T, cli *clientv3.Client, n int) *clientv3.Client {
+	t.Helper()
+	var mu sync.Mutex
+	atPast := func(method string, req any) bool {
+		switch r := req.(type) {
+		case *etcdserverpb.RangeRequest:
+			return method == "/etcdserverpb.KV/Range" && r.Revision > 0 && !r.CountOnly
+		case *etcdserverpb.TxnRequest:
+			return len(r.Success) > 0 && r.Success[0].GetRequestRange().GetRevision() > 0
+		}
+		return false
+	}
+	compact := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn,
+		invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if atPast(method, req) {
+			mu.Lock()
+			due := n != 0
+			if n > 0 {
+				n--
+			}
+			mu.Unlock()
+			if due {
+				resp, err := cli.Put(ctx, "/unrelated", "bump")
+				if err != nil {
+					return err
+				}
+				if _, err := cli.Compact(ctx, resp.Header.Revision); err != nil {
+					return err
+				}
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: cli.Endpoints(), DialTimeout: etcdtest.StartTimeout, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(compact)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestDiskIndexReconcileOutlivesCompaction: a reconciliation whose
+// revision etcd compacts before it has fetched what changed is tried
+// again at the current revision, and the store opens with every change;
+// when every try is compacted before fetching anything, Open gives up
+// after reconcileStalls tries with an error that says why.
+func TestDiskIndexReconcileOutlivesCompaction(t *testing.T) {
+	e := newDiskEnv(t)
+	s := openIndexed(t, e.cli, e.indexDir, "")
+	m := model{}
+	fill(t, e.ctx, s, m)
+	all := []string{"Started", "Pulled", "Later"}
+	reasons(t, e.ctx, s, all...)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	changed := changeWhileClosed(t, e.ctx, e.cli, m)
+	resp, err := e.cli.Put(e.ctx, "/unrelated", "bump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cli.Compact(e.ctx, resp.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+
+	// Every try compacted before its first fetch: Open fails, and says so.
+	_, err = etcdstore.Open(etcdstore.Options{Client: compactingClient(t, e.cli, -1), IndexDir: e.indexDir, CompactionInterval: -1,
+		Logger: slog.New(slog.DiscardHandler)})
+	if !errors.Is(err, storage.ErrCompacted) || !strings.Contains(err.Error(), "3 reconciliations in a row") {
+		t.Fatalf("Open while etcd compacts past every reconciliation: %v, want ErrCompacted after 3 tries", err)
+	}
+	t.Logf("Open while etcd compacts past every reconciliation: %v", err)
+
+	// The first try compacted: the second reconciles.
+	s, err = etcdstore.Open(etcdstore.Options{Client: compactingClient(t, e.cli, 1), IndexDir: e.indexDir, CompactionInterval: -1,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("Open with one compaction mid-reconciliation: %v", err)
+	}
+	defer s.Close()
+	if n, f := s.IndexReconciliations(), s.IndexKeysFetched(); n != 1 || f != int64(changed) {
+		t.Errorf("%d reconciliations fetching %d keys, want 1 fetching %d", n, f, changed)
+	}
+	if got, want := reasons(t, e.ctx, s, all...), m.want(all...); !slices.Equal(got, want) {
+		t.Fatalf("after the reconciliation: %v, want %v", got, want)
+	}
+	m.write(t, e.ctx, s, "a", "after", "Later")
+	if got, want := reasons(t, e.ctx, s, all...), m.want(all...); !slices.Equal(got, want) {
+		t.Fatalf("a write after the reconciliation: %v, want %v", got, want)
+	}
 }
