@@ -11,13 +11,15 @@ import (
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/diskindex"
 	"github.com/kubevents/kubevents/storage/index"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/kubernetes"
 	corev1 "k8s.io/api/core/v1"
 )
 
-// indexBuildBatch is how many keys one range read of an index build
-// returns: bounded, so that a large prefix is read in several requests.
+// indexBuildBatch is how many keys one paged range read returns (an
+// index build or reconciliation on etcd without RangeStream, a
+// reconciliation's values): bounded, so that a large prefix is read in
+// several requests.
 const indexBuildBatch = 10000
 
 // fetchBatch is how many keys one transaction of gets fetches: etcd
@@ -96,16 +98,16 @@ func (s *Store) buildIndex(ctx context.Context, rev int64) (*index.Memory, *usag
 	if s.budget != nil {
 		u = newUsage()
 	}
-	start := s.root
-	for {
-		resp, err := s.kv.List(ctx, s.root, kubernetes.ListOptions{Revision: rev, Limit: indexBuildBatch, Continue: start})
-		if err != nil {
-			return nil, nil, fmt.Errorf("etcdstore: build the index: %w", mapErr(err))
+	if rev == 0 {
+		var err error
+		if rev, err = s.currentRevision(ctx); err != nil {
+			return nil, nil, fmt.Errorf("etcdstore: build the index: %w", err)
 		}
-		if rev == 0 {
-			rev = resp.Revision
-		}
-		for _, kv := range resp.Kvs {
+	}
+	// Streamed (keypages.go): pages of a range read would each have etcd
+	// count the keys from the page to the prefix's end, O(events²) in all.
+	err := s.valuePages(ctx, rev, func(kvs []*mvccpb.KeyValue, _ string, _ bool) error {
+		for _, kv := range kvs {
 			ev, err := s.decodeKV(kv, kv.ModRevision)
 			if err == nil {
 				m.Put(ev, rev)
@@ -116,10 +118,10 @@ func (s *Store) buildIndex(ctx context.Context, rev int64) (*index.Memory, *usag
 				u.put(strings.TrimPrefix(string(kv.Key), s.root), kv, s.ruleOf(ev))
 			}
 		}
-		if len(resp.Kvs) == 0 || resp.Count <= int64(len(resp.Kvs)) {
-			break
-		}
-		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("etcdstore: build the index: %w", mapErr(err))
 	}
 	m.SetRevision(rev)
 	return m, u, nil

@@ -18,34 +18,54 @@ import (
 // such walks, 4-5 s each on this project's 2-core machine: over an hour.
 // etcd 3.7's RangeStream sends the whole range at one revision in chunks
 // it sizes itself and counts nothing, so the same read takes about a
-// minute. keyPages uses it, falling back to pages where etcd answers
+// minute (keys only). keyPages and valuePages (an in-memory index build)
+// use it, falling back to pages where etcd answers
 // Unimplemented (3.6 and older).
 
-// keyPageFunc receives the keys (keys only: Value is empty) of one page of
-// the prefix, in key order, and start, the key the page's range began at;
-// it is called once more with last set and no keys after the final page.
+// keyPageFunc receives the keys of one page of the prefix (keys only,
+// Value empty, or with their values), in key order, and start, the key
+// the page's range began at; it is called once more with last set and no
+// keys after the final page.
 type keyPageFunc func(kvs []*mvccpb.KeyValue, start string, last bool) error
 
-// keyPages reads the keys of the store's prefix at rev (which must be set)
-// and hands them to fn page by page. A stream that sends nothing for the
-// store's request timeout is given up as etcd being unavailable.
+// keyPages reads the keys (only) of the store's prefix at rev (which must
+// be set) and hands them to fn page by page. A stream that sends nothing
+// for the store's request timeout is given up as etcd being unavailable.
 func (s *Store) keyPages(ctx context.Context, rev int64, fn keyPageFunc) error {
-	err := s.streamKeyPages(ctx, rev, fn)
+	return s.prefixPages(ctx, rev, true, fn)
+}
+
+// valuePages is keyPages with the values: what an in-memory index build
+// decodes.
+func (s *Store) valuePages(ctx context.Context, rev int64, fn keyPageFunc) error {
+	return s.prefixPages(ctx, rev, false, fn)
+}
+
+func (s *Store) prefixPages(ctx context.Context, rev int64, keysOnly bool, fn keyPageFunc) error {
+	err := s.streamPages(ctx, rev, keysOnly, fn)
 	if status.Code(err) != codes.Unimplemented {
 		return err
 	}
-	s.log.Info("etcdstore: etcd has no RangeStream (older than 3.7): reading the prefix's keys in pages")
-	return s.pagedKeyPages(ctx, rev, fn)
+	s.log.Info("etcdstore: etcd has no RangeStream (older than 3.7): reading the prefix in pages")
+	return s.pagedPages(ctx, rev, keysOnly, fn)
+}
+
+// readOpts are the options of a read of the prefix's range at rev.
+func (s *Store) readOpts(rev int64, keysOnly bool, more ...clientv3.OpOption) []clientv3.OpOption {
+	opts := append([]clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.root)), clientv3.WithRev(rev)}, more...)
+	if keysOnly {
+		opts = append(opts, clientv3.WithKeysOnly())
+	}
+	return opts
 }
 
 // errStreamIdle ends a stream that sent nothing for the request timeout.
 var errStreamIdle = errors.New("etcd sent no part of the range within the request timeout")
 
-func (s *Store) streamKeyPages(parent context.Context, rev int64, fn keyPageFunc) error {
+func (s *Store) streamPages(parent context.Context, rev int64, keysOnly bool, fn keyPageFunc) error {
 	ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(parent))
 	defer cancel()
-	ch, err := s.cli.KV.GetStream(ctx, s.root,
-		clientv3.WithRange(clientv3.GetPrefixRangeEnd(s.root)), clientv3.WithKeysOnly(), clientv3.WithRev(rev))
+	ch, err := s.cli.KV.GetStream(ctx, s.root, s.readOpts(rev, keysOnly)...)
 	if err != nil {
 		return err
 	}
@@ -63,7 +83,7 @@ func (s *Store) streamKeyPages(parent context.Context, rev int64, fn keyPageFunc
 		select {
 		case r, ok = <-ch:
 		case <-idle.C():
-			return fmt.Errorf("etcdstore: read the keys of %s at %d: %w", s.root, rev, s.unavailable(parent, errStreamIdle))
+			return fmt.Errorf("etcdstore: read %s at %d: %w", s.root, rev, s.unavailable(parent, errStreamIdle))
 		}
 		if !ok {
 			break
@@ -91,11 +111,10 @@ func (s *Store) streamKeyPages(parent context.Context, rev int64, fn keyPageFunc
 	return fn(nil, start, true)
 }
 
-func (s *Store) pagedKeyPages(ctx context.Context, rev int64, fn keyPageFunc) error {
-	end := clientv3.GetPrefixRangeEnd(s.root)
+func (s *Store) pagedPages(ctx context.Context, rev int64, keysOnly bool, fn keyPageFunc) error {
 	start := s.root
 	for {
-		resp, err := s.get(ctx, start, clientv3.WithRange(end), clientv3.WithKeysOnly(), clientv3.WithLimit(indexBuildBatch), clientv3.WithRev(rev))
+		resp, err := s.get(ctx, start, s.readOpts(rev, keysOnly, clientv3.WithLimit(indexBuildBatch))...)
 		if err != nil {
 			return err
 		}

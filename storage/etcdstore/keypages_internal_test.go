@@ -24,7 +24,8 @@ import (
 // one (older etcd) hand over the same keys of the prefix at the given
 // revision, each once, in key order, with starts that cover every key,
 // and end with one last call; keys written after the revision, and keys
-// outside the prefix, are not among them.
+// outside the prefix, are not among them. Keys-only reads carry no
+// values; the others each key's value.
 func TestKeyPages(t *testing.T) {
 	e, endpoint := etcdtest.Start(t, t.TempDir())
 	defer e.Close()
@@ -43,7 +44,7 @@ func TestKeyPages(t *testing.T) {
 		var ops []clientv3.Op
 		for j := i; j < i+100; j++ {
 			k := fmt.Sprintf("%sns%d/ev-%05d", s.root, j%3, j)
-			ops = append(ops, clientv3.OpPut(k, ""))
+			ops = append(ops, clientv3.OpPut(k, "v:"+k))
 			want = append(want, k)
 		}
 		if _, err := s.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
@@ -65,48 +66,60 @@ func TestKeyPages(t *testing.T) {
 	// A store whose etcd answers RangeStream as etcd 3.6 and older do
 	// (Unimplemented, on the stream's first receive) reads in pages.
 	old, oldLog := openWithoutRangeStream(t, endpoint)
-	for name, read := range map[string]func(context.Context, int64, keyPageFunc) error{
-		"stream":               s.streamKeyPages,
-		"paged":                s.pagedKeyPages,
-		"no RangeStream (3.6)": old.keyPages,
-	} {
-		var got []string
-		pages, lasts := 0, 0
-		err := read(ctx, rev, func(kvs []*mvccpb.KeyValue, start string, last bool) error {
-			if lasts > 0 {
-				t.Fatalf("%s: a call after the last", name)
-			}
-			if last {
-				lasts++
-				if len(kvs) != 0 {
-					t.Errorf("%s: the last call has %d keys", name, len(kvs))
-				}
-				return nil
-			}
-			pages++
-			if first := string(kvs[0].Key); first < start || (len(got) > 0 && start <= got[len(got)-1]) {
-				t.Errorf("%s: page %d starts at %q, its first key is %q, the previous page's last %q", name, pages, start, first, got[len(got)-1])
-			}
-			for _, kv := range kvs {
-				if len(kv.Value) != 0 || kv.ModRevision == 0 {
-					t.Fatalf("%s: key %s with a value or without a revision", name, kv.Key)
-				}
-				got = append(got, string(kv.Key))
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if lasts != 1 || pages < 2 {
-			t.Errorf("%s: %d pages, %d last calls; want more than one page and one last call", name, pages, lasts)
-		}
-		if !slices.Equal(got, want) {
-			t.Errorf("%s: %d keys, want %d (first %q)", name, len(got), len(want), got[:min(3, len(got))])
+	readers := map[string]func(context.Context, int64, bool, keyPageFunc) error{
+		"stream":               s.streamPages,
+		"paged":                s.pagedPages,
+		"no RangeStream (3.6)": old.prefixPages,
+	}
+	for reader, read := range readers {
+		for _, keysOnly := range []bool{true, false} {
+			name := fmt.Sprintf("%s, keys only %v", reader, keysOnly)
+			checkPages(t, name, want, func(fn keyPageFunc) error { return read(ctx, rev, keysOnly, fn) }, keysOnly)
 		}
 	}
 	if !strings.Contains(oldLog.String(), "etcd has no RangeStream") {
 		t.Errorf("reading without RangeStream did not say so; log:\n%s", oldLog)
+	}
+}
+
+// checkPages checks that read hands over the keys want, in pages as
+// TestKeyPages says, with values (v: and the key) unless keysOnly.
+func checkPages(t *testing.T, name string, want []string, read func(keyPageFunc) error, keysOnly bool) {
+	t.Helper()
+	var got []string
+	pages, lasts := 0, 0
+	err := read(func(kvs []*mvccpb.KeyValue, start string, last bool) error {
+		if lasts > 0 {
+			t.Fatalf("%s: a call after the last", name)
+		}
+		if last {
+			lasts++
+			if len(kvs) != 0 {
+				t.Errorf("%s: the last call has %d keys", name, len(kvs))
+			}
+			return nil
+		}
+		pages++
+		if first := string(kvs[0].Key); first < start || (len(got) > 0 && start <= got[len(got)-1]) {
+			t.Errorf("%s: page %d starts at %q, its first key is %q, the previous page's last %q", name, pages, start, first, got[len(got)-1])
+		}
+		for _, kv := range kvs {
+			if wantValue := "v:" + string(kv.Key); kv.ModRevision == 0 || (keysOnly && len(kv.Value) != 0) ||
+				(!keysOnly && string(kv.Value) != wantValue) {
+				t.Fatalf("%s: key %s with value %q, mod revision %d", name, kv.Key, kv.Value, kv.ModRevision)
+			}
+			got = append(got, string(kv.Key))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if lasts != 1 || pages < 2 {
+		t.Errorf("%s: %d pages, %d last calls; want more than one page and one last call", name, pages, lasts)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: %d keys, want %d (first %q)", name, len(got), len(want), got[:min(3, len(got))])
 	}
 }
 
