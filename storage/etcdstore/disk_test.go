@@ -197,30 +197,48 @@ func TestDiskIndexResumesBehind(t *testing.T) {
 	}
 }
 
-// TestDiskIndexReconcilesAfterCompaction: a store reopened on an index
-// whose revision etcd has compacted reconciles it, fetching exactly the
-// new and changed keys: deleted events are gone, changed ones updated,
-// new ones present; later writes are followed.
-func TestDiskIndexReconcilesAfterCompaction(t *testing.T) {
-	e := newDiskEnv(t)
+// behindCompaction leaves e's index behind a compaction: a store fills
+// it and closes, events change while it is closed, and etcd compacts past
+// them all. It returns the events' model, their reasons and how many
+// keys changed.
+func behindCompaction(t *testing.T, e *diskEnv) (m model, all []string, changed int) {
+	t.Helper()
 	s := openIndexed(t, e.cli, e.indexDir, "")
-	m := model{}
+	m = model{}
 	fill(t, e.ctx, s, m)
-	all := []string{"Started", "Pulled", "Later"}
+	all = []string{"Started", "Pulled", "Later"}
 	reasons(t, e.ctx, s, all...) // the index has reached the writes
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	changed := changeWhileClosed(t, e.ctx, e.cli, m)
-	resp, err := e.cli.Get(e.ctx, "anything")
+	changed = changeWhileClosed(t, e.ctx, e.cli, m)
+	resp, err := e.cli.Put(e.ctx, "/unrelated", "bump")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.cli.Compact(e.ctx, resp.Header.Revision); err != nil {
 		t.Fatal(err)
 	}
-	s = openIndexed(t, e.cli, e.indexDir, "")
+	return m, all, changed
+}
+
+// TestDiskIndexReconcilesAfterCompaction: a store reopened on an index
+// whose revision etcd has compacted reconciles it, fetching exactly the
+// new and changed keys: deleted events are gone, changed ones updated,
+// new ones present; later writes are followed.
+func TestDiskIndexReconcilesAfterCompaction(t *testing.T) {
+	e := newDiskEnv(t)
+	m, all, changed := behindCompaction(t, e)
+	s := openIndexed(t, e.cli, e.indexDir, "")
 	defer s.Close()
+	checkReconciled(t, e, s, m, all, changed)
+}
+
+// checkReconciled checks that s, reopened on an index behindCompaction
+// left, reconciled it once, fetching exactly the changed keys, lists
+// what m says, and follows a write and a delete after.
+func checkReconciled(t *testing.T, e *diskEnv, s *etcdstore.Store, m model, all []string, changed int) {
+	t.Helper()
 	if n, f := s.IndexReconciliations(), s.IndexKeysFetched(); n != 1 || f != int64(changed) {
 		t.Errorf("reopened after a compaction past the index: %d reconciliations fetching %d keys, want 1 fetching %d", n, f, changed)
 	}
@@ -396,25 +414,10 @@ func compactingClient(t *testing.T, cli *clientv3.Client, n int) *clientv3.Clien
 // after reconcileStalls tries with an error that says why.
 func TestDiskIndexReconcileOutlivesCompaction(t *testing.T) {
 	e := newDiskEnv(t)
-	s := openIndexed(t, e.cli, e.indexDir, "")
-	m := model{}
-	fill(t, e.ctx, s, m)
-	all := []string{"Started", "Pulled", "Later"}
-	reasons(t, e.ctx, s, all...)
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	changed := changeWhileClosed(t, e.ctx, e.cli, m)
-	resp, err := e.cli.Put(e.ctx, "/unrelated", "bump")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.cli.Compact(e.ctx, resp.Header.Revision); err != nil {
-		t.Fatal(err)
-	}
+	m, all, changed := behindCompaction(t, e)
 
 	// Every try compacted before its first fetch: Open fails, and says so.
-	_, err = etcdstore.Open(etcdstore.Options{Client: compactingClient(t, e.cli, -1), IndexDir: e.indexDir, CompactionInterval: -1,
+	_, err := etcdstore.Open(etcdstore.Options{Client: compactingClient(t, e.cli, -1), IndexDir: e.indexDir, CompactionInterval: -1,
 		Logger: slog.New(slog.DiscardHandler)})
 	if !errors.Is(err, storage.ErrCompacted) || !strings.Contains(err.Error(), "3 reconciliations in a row") {
 		t.Fatalf("Open while etcd compacts past every reconciliation: %v, want ErrCompacted after 3 tries", err)
@@ -422,20 +425,11 @@ func TestDiskIndexReconcileOutlivesCompaction(t *testing.T) {
 	t.Logf("Open while etcd compacts past every reconciliation: %v", err)
 
 	// The first try compacted: the second reconciles.
-	s, err = etcdstore.Open(etcdstore.Options{Client: compactingClient(t, e.cli, 1), IndexDir: e.indexDir, CompactionInterval: -1,
+	s, err := etcdstore.Open(etcdstore.Options{Client: compactingClient(t, e.cli, 1), IndexDir: e.indexDir, CompactionInterval: -1,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("Open with one compaction mid-reconciliation: %v", err)
 	}
 	defer s.Close()
-	if n, f := s.IndexReconciliations(), s.IndexKeysFetched(); n != 1 || f != int64(changed) {
-		t.Errorf("%d reconciliations fetching %d keys, want 1 fetching %d", n, f, changed)
-	}
-	if got, want := reasons(t, e.ctx, s, all...), m.want(all...); !slices.Equal(got, want) {
-		t.Fatalf("after the reconciliation: %v, want %v", got, want)
-	}
-	m.write(t, e.ctx, s, "a", "after", "Later")
-	if got, want := reasons(t, e.ctx, s, all...), m.want(all...); !slices.Equal(got, want) {
-		t.Fatalf("a write after the reconciliation: %v, want %v", got, want)
-	}
+	checkReconciled(t, e, s, m, all, changed)
 }
