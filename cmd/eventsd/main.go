@@ -395,6 +395,10 @@ func run(ctx context.Context, o options) error {
 			}
 		}
 	}()
+	// The count for the log line, before serving: Stats may wait (up to a
+	// second on etcd) for the store's index, and nothing that readiness
+	// lets a client do should race it.
+	storedEvents := store.Stats().Events
 	hs := srv.NewHTTPServer()
 	hs.TLSConfig = tlsConfig
 	errc := make(chan error, 1)
@@ -412,7 +416,7 @@ func run(ctx context.Context, o options) error {
 	logPolicies(log, retentionConfig, policy, o.eventTTL, rateLimitConfig)
 	logFoldRules(log, foldConfig)
 	log.Info("eventsd serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "version", buildinfo.Get().GitVersion,
-		"storageBackend", o.storageBackend, "dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", store.Stats().Events,
+		"storageBackend", o.storageBackend, "dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", storedEvents,
 		"auth", auth.Authenticator != nil || auth.FrontProxy != nil, "frontProxy", auth.FrontProxy != nil, "authorizationModes", strings.Join(auth.Modes, ","))
 
 	select {
