@@ -187,42 +187,40 @@ func (b *blocks) attrs(n int) []*cpb.KeyValue {
 	return a
 }
 
+// take returns the first element of the block *s and moves *s past it.
+func take[T any](s *[]T) *T {
+	x := &(*s)[0]
+	*s = (*s)[1:]
+	return x
+}
+
 // str returns the string value v.
 func (b *blocks) str(v string) *cpb.AnyValue {
-	s := &b.strs[0]
-	b.strs = b.strs[1:]
+	s := take(&b.strs)
 	s.StringValue = v
-	val := &b.values[0]
-	b.values = b.values[1:]
+	val := take(&b.values)
 	val.Value = s
 	return val
 }
 
 // int returns the integer value v.
 func (b *blocks) int(v int64) *cpb.AnyValue {
-	i := &b.ints[0]
-	b.ints = b.ints[1:]
+	i := take(&b.ints)
 	i.IntValue = v
-	val := &b.values[0]
-	b.values = b.values[1:]
+	val := take(&b.values)
 	val.Value = i
 	return val
 }
 
 // kv returns the key-value key=v.
 func (b *blocks) kv(key string, v *cpb.AnyValue) *cpb.KeyValue {
-	kv := &b.kvs[0]
-	b.kvs = b.kvs[1:]
+	kv := take(&b.kvs)
 	kv.Key, kv.Value = key, v
 	return kv
 }
 
 // record returns a new, empty log record.
-func (b *blocks) record() *lpb.LogRecord {
-	r := &b.records[0]
-	b.records = b.records[1:]
-	return r
-}
+func (b *blocks) record() *lpb.LogRecord { return take(&b.records) }
 
 // encode returns the export request of batch, whose records are observed
 // now. The request shares strings with batch's events.

@@ -30,6 +30,20 @@ var protocols = []string{otlp.ProtocolGRPC, otlp.ProtocolHTTP}
 const testTimeout = 20 * time.Second
 
 // newSink returns a sink for cfg, closed when t ends.
+// sendTestBatch sends testBatch through s and returns the records r
+// received, failing unless they are its three.
+func sendTestBatch(t *testing.T, s *otlp.Sink, r *otlptest.Receiver) []otlptest.Record {
+	t.Helper()
+	if err := s.Send(context.Background(), testBatch()); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	recs := r.Records()
+	if len(recs) != 3 {
+		t.Fatalf("%d records, want 3", len(recs))
+	}
+	return recs
+}
+
 func newSink(t *testing.T, cfg otlp.Config) *otlp.Sink {
 	t.Helper()
 	s, err := otlp.New(cfg, otlp.Options{Version: "v0.0.0-test"})
@@ -394,13 +408,7 @@ func TestSendIgnoresOTLPEnvironment(t *testing.T) {
 			cfg := plainConfig(r, proto)
 			cfg.Headers = nil
 			s := newSink(t, cfg)
-			if err := s.Send(context.Background(), testBatch()); err != nil {
-				t.Fatalf("Send: %v", err)
-			}
-			recs := r.Records()
-			if len(recs) != 3 {
-				t.Fatalf("%d records, want 3", len(recs))
-			}
+			recs := sendTestBatch(t, s, r)
 			for _, rec := range recs {
 				if _, ok := rec.Headers["x-from-env"]; ok {
 					t.Errorf("header from the environment sent")
@@ -455,13 +463,7 @@ func TestObservedTimestampFromClock(t *testing.T) {
 				t.Fatalf("New: %v", err)
 			}
 			t.Cleanup(func() { _ = s.Close() })
-			if err := s.Send(context.Background(), testBatch()); err != nil {
-				t.Fatalf("Send: %v", err)
-			}
-			recs := r.Records()
-			if len(recs) != 3 {
-				t.Fatalf("%d records, want 3", len(recs))
-			}
+			recs := sendTestBatch(t, s, r)
 			for _, rec := range recs {
 				if !rec.ObservedTimestamp.Equal(at) {
 					t.Errorf("observed timestamp %v, want the clock's %v", rec.ObservedTimestamp, at)

@@ -17,17 +17,25 @@ func BenchmarkBuild(b *testing.B) {
 	}
 }
 
-// benchmarkBuild is BenchmarkBuild with the changes marked New (as a
-// reconciliation marks keys it found no record of) or not.
-func benchmarkBuild(b *testing.B, known bool) {
+// openReconciling opens an empty index in a temporary directory, closed
+// when b ends, and begins its reconciliation as a new replica's would.
+func openReconciling(b *testing.B) *diskindex.Index {
+	b.Helper()
 	d, err := diskindex.Open(diskindex.Options{Dir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer d.Close()
+	b.Cleanup(func() { d.Close() })
 	if err := d.BeginReconcile(id1); err != nil {
 		b.Fatal(err)
 	}
+	return d
+}
+
+// benchmarkBuild is BenchmarkBuild with the changes marked New (as a
+// reconciliation marks keys it found no record of) or not.
+func benchmarkBuild(b *testing.B, known bool) {
+	d := openReconciling(b)
 	g := gen{rand.New(rand.NewPCG(1, 1))}
 	batch := make([]diskindex.Change, 0, 128)
 	b.ResetTimer()
@@ -49,14 +57,7 @@ func benchmarkBuild(b *testing.B, known bool) {
 // of existing keys (a point read, changed values leave removal records),
 // a quarter creates (New), a quarter deletes.
 func BenchmarkApplyWatch(b *testing.B) {
-	d, err := diskindex.Open(diskindex.Options{Dir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	if err := d.BeginReconcile(id1); err != nil {
-		b.Fatal(err)
-	}
+	d := openReconciling(b)
 	g := gen{rand.New(rand.NewPCG(1, 1))}
 	const keys = 20000
 	name := func(i int) (string, string) { return fmt.Sprintf("ns%d", i%10), fmt.Sprintf("pod-%d.%x", i, i*7919) }

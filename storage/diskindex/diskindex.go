@@ -474,10 +474,17 @@ type decoder struct {
 	err error
 }
 
+// errCorruptRecord is a record value that does not decode.
+var errCorruptRecord = errors.New("diskindex: corrupt record")
+
+// corrupt records that the value does not decode; every later read
+// fails too.
+func (c *decoder) corrupt() { c.err, c.b = errCorruptRecord, nil }
+
 func (c *decoder) uvarint() uint64 {
 	x, n := binary.Uvarint(c.b)
 	if n <= 0 {
-		c.err, c.b = errors.New("diskindex: corrupt record"), nil
+		c.corrupt()
 		return 0
 	}
 	c.b = c.b[n:]
@@ -487,7 +494,7 @@ func (c *decoder) uvarint() uint64 {
 func (c *decoder) varint() int64 {
 	x, n := binary.Varint(c.b)
 	if n <= 0 {
-		c.err, c.b = errors.New("diskindex: corrupt record"), nil
+		c.corrupt()
 		return 0
 	}
 	c.b = c.b[n:]
@@ -497,7 +504,7 @@ func (c *decoder) varint() int64 {
 func (c *decoder) str() string {
 	n := c.uvarint()
 	if uint64(len(c.b)) < n {
-		c.err, c.b = errors.New("diskindex: corrupt record"), nil
+		c.corrupt()
 		return ""
 	}
 	s := string(c.b[:n])
@@ -507,7 +514,7 @@ func (c *decoder) str() string {
 
 func (c *decoder) byte1() byte {
 	if len(c.b) == 0 {
-		c.err = errors.New("diskindex: corrupt record")
+		c.corrupt()
 		return 0
 	}
 	x := c.b[0]
@@ -1082,35 +1089,8 @@ func (d *Index) Keys(p index.Plan, at int64, after string, limit int) (keys []st
 		}
 		return "", false
 	}
-	heads := make([]string, len(streams))
-	valid := make([]bool, len(streams))
-	for i, s := range streams {
-		heads[i], valid[i] = head(s)
-	}
-	for limit <= 0 || len(keys) < limit {
-		best, found := "", len(removed) > 0
-		if found {
-			best = removed[0]
-		}
-		for i, h := range heads {
-			if valid[i] && (!found || h < best) {
-				best, found = h, true
-			}
-		}
-		if !found {
-			break
-		}
-		keys = append(keys, best)
-		if len(removed) > 0 && removed[0] == best {
-			removed = removed[1:]
-		}
-		for i, h := range heads {
-			if valid[i] && h == best {
-				streams[i].it.Next()
-				heads[i], valid[i] = head(streams[i])
-			}
-		}
-	}
+	keys = index.MergeKeys(len(streams), func(i int) (string, bool) { return head(streams[i]) },
+		func(i int) { streams[i].it.Next() }, removed, limit, keys)
 	for _, s := range streams {
 		if err := s.it.Error(); err != nil {
 			return nil, rev, fmt.Errorf("diskindex: %w", err)

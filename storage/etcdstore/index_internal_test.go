@@ -19,43 +19,9 @@ import (
 // started after writes made meanwhile (here by another replica) see them,
 // deleted events are gone, and the new index follows the watch on.
 func TestIndexRebuiltAfterWatchBreak(t *testing.T) {
-	e, endpoint := etcdtest.Start(t, t.TempDir())
-	defer e.Close()
-	open := func() *Store {
-		s, err := Open(Options{Endpoints: []string{endpoint}, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	a, b := open(), open()
-	defer a.Close()
-	defer b.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ev := reasonEvent
-	list := func(reason string) []string {
-		t.Helper()
-		return indexedListNames(ctx, t, a, reason)
-	}
-	for i := range 5 {
-		if _, err := b.Create(ctx, ev("old"+strconv.Itoa(i), "Old"), storage.WriteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := list("Old"); len(got) != 5 {
-		t.Fatalf("before the break: %v", got)
-	}
+	ctx, a, b := watchBreakStores(t, "")
 	first := a.idx.Load()
-	(*a.hubBreak.Load())()
-	for i := range 3 {
-		if _, err := b.Delete(ctx, "default", "old"+strconv.Itoa(i), storage.Preconditions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Create(ctx, ev("new"+strconv.Itoa(i), "New"), storage.WriteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	breakAndChange(ctx, t, a, b)
 	deadline := time.Now().Add(30 * time.Second)
 	for a.indexBuilds.Load() == 0 || a.idx.Load() == first {
 		if time.Now().After(deadline) {
@@ -63,22 +29,7 @@ func TestIndexRebuiltAfterWatchBreak(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := list("Old"); len(got) != 2 {
-		t.Fatalf("after the break, Old: %v, want old3 and old4", got)
-	}
-	if got := list("New"); len(got) != 3 {
-		t.Fatalf("after the break, New: %v, want new0..new2", got)
-	}
-	// The new index follows the restarted watch.
-	if _, err := b.Create(ctx, ev("later", "Later"), storage.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if got := list("Later"); len(got) != 1 {
-		t.Fatalf("after the restart, Later: %v", got)
-	}
-	if n := a.idx.Load().m.Len(); n != 6 {
-		t.Fatalf("the rebuilt index holds %d events, want 6", n)
-	}
+	checkAfterBreak(ctx, t, a, b, "rebuilt")
 }
 
 // TestDiskIndexReconciledAfterWatchBreak: with the on-disk index, a break
@@ -87,42 +38,8 @@ func TestIndexRebuiltAfterWatchBreak(t *testing.T) {
 // created meanwhile are), lists see the writes made meanwhile and the
 // deletes, and the index follows the restarted watch.
 func TestDiskIndexReconciledAfterWatchBreak(t *testing.T) {
-	e, endpoint := etcdtest.Start(t, t.TempDir())
-	defer e.Close()
-	a, err := Open(Options{Endpoints: []string{endpoint}, IndexDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := Open(Options{Endpoints: []string{endpoint}, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ev := reasonEvent
-	list := func(reason string) []string {
-		t.Helper()
-		return indexedListNames(ctx, t, a, reason)
-	}
-	for i := range 5 {
-		if _, err := b.Create(ctx, ev("old"+strconv.Itoa(i), "Old"), storage.WriteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := list("Old"); len(got) != 5 {
-		t.Fatalf("before the break: %v", got)
-	}
-	(*a.hubBreak.Load())()
-	for i := range 3 {
-		if _, err := b.Delete(ctx, "default", "old"+strconv.Itoa(i), storage.Preconditions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Create(ctx, ev("new"+strconv.Itoa(i), "New"), storage.WriteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ctx, a, b := watchBreakStores(t, t.TempDir())
+	breakAndChange(ctx, t, a, b)
 	deadline := time.Now().Add(30 * time.Second)
 	for a.IndexReconciliations() < 2 { // the first was Open's, of a new index
 		if time.Now().After(deadline) {
@@ -133,20 +50,78 @@ func TestDiskIndexReconciledAfterWatchBreak(t *testing.T) {
 	if f := a.IndexKeysFetched(); f > 3 {
 		t.Errorf("the reconciliation fetched %d keys; at most the 3 created since the break", f)
 	}
+	checkAfterBreak(ctx, t, a, b, "reconciled")
+}
+
+// watchBreakStores opens two stores on a new etcd: a, whose watch the
+// test breaks (its index on disk in indexDir, or in memory), and b, the
+// other replica that writes; b has written old0..old4 (reason Old), and
+// a's indexed list has them.
+func watchBreakStores(t *testing.T, indexDir string) (context.Context, *Store, *Store) {
+	t.Helper()
+	e, endpoint := etcdtest.Start(t, t.TempDir())
+	t.Cleanup(e.Close)
+	open := func(dir string) *Store {
+		s, err := Open(Options{Endpoints: []string{endpoint}, IndexDir: dir, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(indexDir), open("")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	for i := range 5 {
+		if _, err := b.Create(ctx, reasonEvent("old"+strconv.Itoa(i), "Old"), storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := indexedListNames(ctx, t, a, "Old"); len(got) != 5 {
+		t.Fatalf("before the break: %v", got)
+	}
+	return ctx, a, b
+}
+
+// breakAndChange breaks a's shared watch, then b deletes old0..old2 and
+// creates new0..new2.
+func breakAndChange(ctx context.Context, t *testing.T, a, b *Store) {
+	t.Helper()
+	(*a.hubBreak.Load())()
+	for i := range 3 {
+		if _, err := b.Delete(ctx, "default", "old"+strconv.Itoa(i), storage.Preconditions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Create(ctx, reasonEvent("new"+strconv.Itoa(i), "New"), storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkAfterBreak checks, once a's index is rebuilt or reconciled (how:
+// for the messages), that a's lists see b's changes made meanwhile and
+// follow b's writes after.
+func checkAfterBreak(ctx context.Context, t *testing.T, a, b *Store, how string) {
+	t.Helper()
+	list := func(reason string) []string {
+		t.Helper()
+		return indexedListNames(ctx, t, a, reason)
+	}
 	if got := list("Old"); len(got) != 2 {
 		t.Fatalf("after the break, Old: %v, want old3 and old4", got)
 	}
 	if got := list("New"); len(got) != 3 {
 		t.Fatalf("after the break, New: %v, want new0..new2", got)
 	}
-	if _, err := b.Create(ctx, ev("later", "Later"), storage.WriteOptions{}); err != nil {
+	// The index follows the restarted watch.
+	if _, err := b.Create(ctx, reasonEvent("later", "Later"), storage.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := list("Later"); len(got) != 1 {
 		t.Fatalf("after the restart, Later: %v", got)
 	}
 	if n := a.idx.Load().m.Len(); n != 6 {
-		t.Fatalf("the reconciled index holds %d events, want 6", n)
+		t.Fatalf("the %s index holds %d events, want 6", how, n)
 	}
 }
 

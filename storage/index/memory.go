@@ -470,41 +470,14 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 		streams = append(streams, stream{l: l, at: l.search(m.valBefore(p, v, start, exclusive)),
 			in: func(o uint32) bool { return m.obj.val(o, p) == v && inNS(o) }})
 	}
-	heads := make([]string, len(streams)) // the key at each stream's head; "" past its end
-	head := func(i int) {
-		heads[i] = ""
+	head := func(i int) (string, bool) {
 		if o, ok := streams[i].l.at(streams[i].at); ok && streams[i].in(o) {
-			heads[i] = m.key(o)
+			return m.key(o), true
 		}
+		return "", false
 	}
-	for i := range streams {
-		head(i)
-	}
-	for limit <= 0 || len(keys) < limit {
-		// The smallest key at the head of a stream; equal heads are one key.
-		best, found := "", len(removed) > 0
-		if found {
-			best = removed[0]
-		}
-		for _, h := range heads {
-			if h != "" && (!found || h < best) {
-				best, found = h, true
-			}
-		}
-		if !found {
-			break
-		}
-		keys = append(keys, best)
-		if len(removed) > 0 && removed[0] == best {
-			removed = removed[1:]
-		}
-		for i, h := range heads {
-			if h == best {
-				streams[i].at = streams[i].l.next(streams[i].at)
-				head(i)
-			}
-		}
-	}
+	next := func(i int) { streams[i].at = streams[i].l.next(streams[i].at) }
+	keys = MergeKeys(len(streams), head, next, removed, limit, keys)
 	return keys, rev, nil
 }
 
