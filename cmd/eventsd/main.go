@@ -23,6 +23,7 @@ import (
 
 	"github.com/kubevents/kubevents/access"
 	"github.com/kubevents/kubevents/admission/eventratelimit"
+	"github.com/kubevents/kubevents/demo"
 	"github.com/kubevents/kubevents/export"
 	"github.com/kubevents/kubevents/export/exportconfig"
 	"github.com/kubevents/kubevents/fold"
@@ -55,6 +56,7 @@ type options struct {
 	shutdownTimeout time.Duration
 	logLevel        string
 	profiling       bool
+	demo            bool
 	maxInflight     int
 	maxMutating     int
 	extensions      bool
@@ -111,6 +113,17 @@ events of a kube-apiserver.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			if err := checkDemo(o); err != nil {
+				return err
+			}
+			if o.demo && !cmd.Flags().Changed("data-dir") {
+				dir, remove, err := demoDataDir()
+				if err != nil {
+					return fmt.Errorf("--demo: %w", err)
+				}
+				defer remove()
+				o.dataDir = dir
+			}
 			return run(ctx, o)
 		},
 	}
@@ -169,6 +182,7 @@ events of a kube-apiserver.`,
 	f.Int64Var(&o.leaseReuseDuration, "lease-reuse-duration-seconds", int64(etcdstore.DefaultLeaseReuseDuration/time.Second), "The time in seconds that each etcd lease is reused (capped at 5% of the TTL). A lower value avoids a large number of objects reusing one lease; it must not be too small, or etcd's lease count grows.")
 	f.BoolVar(&o.ui, "ui", true, "Serve the web timeline at /ui/ (its files without authentication; the API requests it makes are authenticated and authorized as any other).")
 	o.source.addFlags(f)
+	f.BoolVar(&o.demo, "demo", false, "Fill the store with a demo: the last half hour of a small cluster's events as of now (a rollout whose new Pod crashloops in namespace shop, an OOM kill, a Pod that cannot be scheduled then fits in namespace batch, a Node that goes NotReady and comes back), and keep its crashloop going while eventsd runs. Without --data-dir the store is a new temporary directory, removed at exit. Not with a mirror or authentication.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind authentication and authorization when set: non-resource get on /debug/pprof/*).")
 	buildinfo.AddVersionFlag(cmd)
 	return cmd
@@ -419,12 +433,21 @@ func run(ctx context.Context, o options) error {
 		"storageBackend", o.storageBackend, "dataDir", o.dataDir, "eventTTL", o.eventTTL, "revision", store.Revision(), "events", storedEvents,
 		"auth", auth.Authenticator != nil || auth.FrontProxy != nil, "frontProxy", auth.FrontProxy != nil, "authorizationModes", strings.Join(auth.Modes, ","))
 
+	stopDemo := func() {}
+	if o.demo {
+		stopDemo = startDemo(srv, log)
+		log.Info("demo: try it", "web", scheme+"://"+ln.Addr().String()+"/ui/",
+			"kubectl", "kubectl --server "+scheme+"://"+ln.Addr().String()+" get events -n "+demo.Namespace,
+			"evctl", "evctl --server "+scheme+"://"+ln.Addr().String()+" timeline pod/"+demo.CrashingPod+" -n "+demo.Namespace)
+	}
+
 	select {
 	case err = <-errc:
 		log.Error("server failed", "err", err)
 	case <-ctx.Done():
 		log.Info("shutting down: finishing requests in flight")
 	}
+	stopDemo()
 	srv.BeginShutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()

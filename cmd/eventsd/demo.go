@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+
+	"google.golang.org/grpc/test/bufconn"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubevents/kubevents/access"
+	"github.com/kubevents/kubevents/demo"
+)
+
+// demoBufferBytes is the in-memory connection's buffer between the demo's
+// client and the API: its requests are a few hundred bytes each.
+const demoBufferBytes = 256 << 10
+
+// checkDemo refuses --demo where its story could not be written: the
+// demo is an anonymous client of eventsd's own API, which a mirror keeps
+// read-only and authentication closes to it.
+func checkDemo(o options) error {
+	if !o.demo {
+		return nil
+	}
+	if o.source.enabled() {
+		return errors.New("--demo writes its own events, and a mirror's API is read-only: give --demo or --source/--source-kubeconfig, not both")
+	}
+	a := o.access
+	if a.TokenAuthFile != "" || a.TokenWebhookConfigFile != "" || a.AuthenticationKubeconfig != "" || a.ClientCert.ClientCA != "" || a.RequestHeader.ClientCAFile != "" ||
+		!slices.Equal(o.authzModes, []string{access.ModeAlwaysAllow}) {
+		return errors.New("--demo writes its events as an anonymous client of eventsd's API: give it without authentication and authorization flags")
+	}
+	return nil
+}
+
+// demoDataDir is where --demo keeps its store when --data-dir is not
+// given: a new temporary directory, so that the demo's events stay out of
+// ./eventsd-data. Its removal is returned.
+func demoDataDir() (string, func(), error) {
+	dir, err := os.MkdirTemp("", "eventsd-demo-")
+	if err != nil {
+		return "", nil, err
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// startDemo writes the demo's story through api, eventsd's own API
+// reached over an in-memory connection (whatever --listen and TLS are),
+// and keeps it going until the returned stop is called.
+func startDemo(api http.Handler, log *slog.Logger) (stop func()) {
+	lis := bufconn.Listen(demoBufferBytes)
+	hs := &http.Server{Handler: api, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = hs.Serve(lis)
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cs, err := kubernetes.NewForConfig(&rest.Config{
+			Host: "http://eventsd-demo",
+			QPS:  -1,
+			Dial: func(ctx context.Context, _, _ string) (net.Conn, error) { return lis.DialContext(ctx) },
+		})
+		if err == nil {
+			err = demo.Run(ctx, demo.Options{Client: cs, Logger: log})
+		}
+		if err != nil && ctx.Err() == nil {
+			log.Error("the demo could not write its story", "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		hs.Close()
+		<-served
+	}
+}
