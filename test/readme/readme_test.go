@@ -288,3 +288,18 @@ func headingAnchors(md string) []string {
 	}
 	return out
 }
+
+// indentedFenceRE matches a fence indented (inside a list item, say).
+var indentedFenceRE = regexp.MustCompile("(?m)^[ \t]+```")
+
+// TestFencesAtLineStart: the checks here (and a reader copying a block)
+// see fenced blocks that start at the beginning of a line; an indented
+// one would escape them all.
+func TestFencesAtLineStart(t *testing.T) {
+	for _, p := range pages(t) {
+		for _, loc := range indentedFenceRE.FindAllStringIndex(p.text, -1) {
+			line := strings.Count(p.text[:loc[0]], "\n") + 1
+			t.Errorf("%s:%d: an indented fenced block, which test/readme does not check: start it at the beginning of a line", p.name, line)
+		}
+	}
+}
