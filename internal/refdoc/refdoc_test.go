@@ -40,7 +40,7 @@ func TestCommands(t *testing.T) {
 	root.AddCommand(get, &cobra.Command{Use: "old", Hidden: true, Run: func(*cobra.Command, []string) {}})
 
 	page := string(Commands(root, "go test ./tool -update"))
-	for _, want := range []string{
+	contains(t, page,
 		"# tool\n",
 		"`go test ./tool -update`",
 		"Does things.\n",
@@ -52,11 +52,7 @@ func TestCommands(t *testing.T) {
 		"| `--limit int` | `500` | Most things. |",
 		"| `--since duration` | `0s` | Only things newer than &lt;since&gt;. |",
 		"and the flags of every command of [`tool`](#tool).",
-	} {
-		if !strings.Contains(page, want) {
-			t.Errorf("the page lacks %q:\n%s", want, page)
-		}
-	}
+	)
 	for _, unwanted := range []string{"secret", "tool old", "--help"} {
 		if strings.Contains(page, unwanted) {
 			t.Errorf("the page has %q:\n%s", unwanted, page)
@@ -146,7 +142,7 @@ type Sink struct {
 		t.Fatal(err)
 	}
 	got := string(page)
-	for _, want := range []string{
+	contains(t, got,
 		"# Files\n",
 		"- [MyConfiguration](#myconfiguration)\n",
 		"## MyConfiguration\n\nThe file of `--my-config`.\n\nFile is the file.\n",
@@ -161,11 +157,7 @@ type Sink struct {
 		"### MyConfiguration `sinks[].tls`\n\nConfig is a TLS client.\n",
 		"| `caFile` | string | CAFile verifies the server. |",
 		"### MyConfiguration `sinks[].backup`\n\nAs [MyConfiguration sinks[].tls](#myconfiguration-sinkstls).",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the page lacks %q:\n%s", want, got)
-		}
-	}
+	)
 	if strings.Contains(got, "internal") {
 		t.Errorf("the page lists an unexported field:\n%s", got)
 	}
@@ -206,3 +198,13 @@ func (r *recorder) Errorf(format string, args ...any) {
 }
 
 func (r *recorder) Helper() {}
+
+// contains fails t for each of wants that page lacks.
+func contains(t *testing.T, page string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q:\n%s", want, page)
+		}
+	}
+}
