@@ -81,15 +81,21 @@ keeps failing. Repeats become event series, not a flood.`,
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.NodeName == "" {
+				host, err := os.Hostname()
+				if err != nil {
+					return fmt.Errorf("--node-name is not set and this machine's host name is unknown: %w", err)
+				}
+				o.NodeName = host
+			}
 			return Run(cmd.Context(), o, stderr)
 		},
 	}
-	host, _ := os.Hostname()
 	f := cmd.Flags()
 	f.StringVar(&o.RuntimeEndpoint, "runtime-endpoint", "", "The CRI runtime's endpoint: unix:///path/to.sock, or the socket's path (required).")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "Kubeconfig of the API server to record events to (default: $KUBECONFIG, else ~/.kube/config).")
 	f.StringVar(&o.Server, "server", "", "URL of the API server to record events to (overrides the kubeconfig's).")
-	f.StringVar(&o.NodeName, "node-name", host, "Node name, in the events' reporting instance.")
+	f.StringVar(&o.NodeName, "node-name", "", "Node name, in the events' reporting instance (default: this machine's host name).")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "127.0.0.1:9470", "Address serving /metrics and /healthz; empty to serve none.")
 	f.StringVar(&o.PLEG, "pleg", "evented", "evented (follow the runtime's event stream, relisting rarely) or generic (relist every second).")
 	f.StringVar(&o.LogLevel, "log-level", "info", "Log level: debug, info, warn or error.")

@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 )
@@ -27,5 +28,27 @@ func TestCommandRejectsBadFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestCommandNodeNameDefaultsToHostname: without --node-name the agent
+// records as this machine's host name (resolved when it runs, so that
+// --help and the reference page show no machine's name).
+func TestCommandNodeNameDefaultsToHostname(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skipf("this machine's host name is unknown: %v", err)
+	}
+	var stderr bytes.Buffer
+	cmd := NewCommand(&stderr)
+	cmd.SetArgs([]string{"--runtime-endpoint", "unix:///nonexistent/cri.sock", "--server", "http://127.0.0.1:1",
+		"--metrics-addr", "", "--shutdown-timeout", "1s"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the agent stops as soon as it has started
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		t.Fatalf("nodeagent: %v\n%s", err, stderr.String())
+	}
+	if want := "node=" + host; !strings.Contains(stderr.String(), want) {
+		t.Errorf("nodeagent logged no %q:\n%s", want, stderr.String())
 	}
 }

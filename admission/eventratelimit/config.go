@@ -61,7 +61,8 @@ type Configuration struct {
 // Limit is one token-bucket limit: each bucket holds up to Burst tokens
 // and gains QPS tokens a second; a write takes one.
 type Limit struct {
-	// Type is the kind of bucket.
+	// Type is the kind of bucket: Server, Namespace, User or
+	// SourceAndObject.
 	Type LimitType `json:"type"`
 	// QPS is the rate at which each bucket refills, in writes a second.
 	QPS int32 `json:"qps"`

@@ -7,21 +7,22 @@ import (
 	"testing"
 )
 
-// TestREADMEExample: the example configuration in README.md loads, with
-// the four limit types.
-func TestREADMEExample(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// TestDocsExample: the example configuration in
+// docs/folding-and-rate-limits.md loads, with the four limit types.
+func TestDocsExample(t *testing.T) {
+	const page = "docs/folding-and-rate-limits.md"
+	readme, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(page)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const section, fence = "### Event rate limits", "```yaml\n"
+	const section, fence = "## Event rate limits", "```yaml\n"
 	_, rest, ok := strings.Cut(string(readme), section)
 	if ok {
 		_, rest, ok = strings.Cut(rest, fence)
 	}
 	example, _, closed := strings.Cut(rest, "```")
 	if !ok || !closed {
-		t.Fatalf("README.md has no YAML example under %q", section)
+		t.Fatalf("%s has no YAML example under %q", page, section)
 	}
 	p := filepath.Join(t.TempDir(), "admission.yaml")
 	if err := os.WriteFile(p, []byte(example), 0o600); err != nil {

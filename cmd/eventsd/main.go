@@ -107,7 +107,13 @@ func newCommand() *cobra.Command {
 		Long: `eventsd serves the Kubernetes REST API for core/v1 and events.k8s.io/v1 Events
 over one durable embedded store. Point kubectl or any client-go program at it
 (for example with --server http://127.0.0.1:8080) and use it as you would the
-events of a kube-apiserver.`,
+events of a kube-apiserver.
+
+Besides the API it serves /healthz, /livez, /readyz and /version to everyone,
+as kube-apiserver does; /metrics (Prometheus: requests by verb, group and code
+with latency, stored events, expirations, storage bytes, open watches, requests
+refused for load, group commits); the web timeline at /ui/ (--ui); and Go
+profiles at /debug/pprof/ (--profiling).`,
 		SilenceUsage: true,
 		Args:         cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
