@@ -268,17 +268,8 @@ func (l legacy) core(start time.Time, seq int) *corev1.Event {
 		Count:               l.count,
 		Type:                l.typ,
 		ReportingController: l.src.component,
-		ReportingInstance:   reportingInstance(l.src),
+		ReportingInstance:   l.src.host, // client-go's record package: the source's host, empty for controllers
 	}
-}
-
-// reportingInstance is what client-go's record package fills in: the
-// component and its host.
-func reportingInstance(s source) string {
-	if s.host == "" {
-		return s.component
-	}
-	return s.component + "-" + s.host
 }
 
 // event builds s's events.k8s.io/v1 event as of start; seq is its
