@@ -8,18 +8,14 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync"
 
-	"google.golang.org/grpc/test/bufconn"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/kubevents/kubevents/access"
 	"github.com/kubevents/kubevents/demo"
 )
-
-// demoBufferBytes is the in-memory connection's buffer between the demo's
-// client and the API: its requests are a few hundred bytes each.
-const demoBufferBytes = 256 << 10
 
 // checkDemo refuses --demo where its story could not be written: the
 // demo is an anonymous client of eventsd's own API, which a mirror keeps
@@ -54,7 +50,7 @@ func demoDataDir() (string, func(), error) {
 // reached over an in-memory connection (whatever --listen and TLS are),
 // and keeps it going until the returned stop is called.
 func startDemo(api http.Handler, log *slog.Logger) (stop func()) {
-	lis := bufconn.Listen(demoBufferBytes)
+	lis := newPipeListener()
 	hs := &http.Server{Handler: api, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan struct{})
 	go func() {
@@ -68,7 +64,7 @@ func startDemo(api http.Handler, log *slog.Logger) (stop func()) {
 		cs, err := kubernetes.NewForConfig(&rest.Config{
 			Host: "http://eventsd-demo",
 			QPS:  -1,
-			Dial: func(ctx context.Context, _, _ string) (net.Conn, error) { return lis.DialContext(ctx) },
+			Dial: func(ctx context.Context, _, _ string) (net.Conn, error) { return lis.dial(ctx) },
 		})
 		if err == nil {
 			err = demo.Run(ctx, demo.Options{Client: cs, Logger: log})
@@ -84,3 +80,56 @@ func startDemo(api http.Handler, log *slog.Logger) (stop func()) {
 		<-served
 	}
 }
+
+// pipeListener is a net.Listener of in-memory connections (net.Pipe),
+// which the demo's client dials: its requests reach the API with no port
+// of their own, whatever --listen and TLS are. (grpc's bufconn was tried
+// first: its connections' read deadlines, which the server sets and
+// clears around each request body, cancelled some requests.)
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+// dial connects to the listener.
+func (l *pipeListener) dial(ctx context.Context) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Accept implements net.Listener.
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close implements net.Listener.
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+// Addr implements net.Listener.
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// pipeAddr is a pipeListener's address.
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "eventsd-demo" }
