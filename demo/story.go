@@ -173,9 +173,9 @@ func legacyEvents() []legacy {
 	add(legacy{obj: worker, fieldPath: containerPath("worker"), src: kubelet1, typ: corev1.EventTypeNormal, reason: "Started",
 		message: "Started container worker", first: 8*m - 3*time.Second, last: 8*m - 3*time.Second, count: 1})
 
-	// node-2 goes NotReady 18 minutes ago and is back two minutes later.
+	// node-2 goes NotReady 21 minutes ago and is back five minutes later.
 	add(legacy{obj: node(Node2), src: nodeCtrl, typ: corev1.EventTypeNormal, reason: "NodeNotReady",
-		message: "Node " + Node2 + " status is now: NodeNotReady", first: 18 * m, last: 18 * m, count: 1})
+		message: "Node " + Node2 + " status is now: NodeNotReady", first: 21 * m, last: 21 * m, count: 1})
 	add(legacy{obj: node(Node2), src: kubelet2, typ: corev1.EventTypeNormal, reason: "NodeReady",
 		message: "Node " + Node2 + " status is now: NodeReady", first: 16 * m, last: 16 * m, count: 1})
 
