@@ -265,7 +265,7 @@ events in the same etcd as eventsd on etcd's.
 	f.IntVar(&cfg.ReadClients, "read-clients", cfg.ReadClients, "Clients of the etcd phase's read throughput benchmark, split over the replicas.")
 	f.Int64Var(&cfg.EtcdQuotaBytes, "etcd-quota-backend-bytes", cfg.EtcdQuotaBytes, "The benchmark etcd's --quota-backend-bytes.")
 	f.BoolVar(&cfg.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", false, "Run the benchmark etcd with --unsafe-no-fsync (tests only; not etcd's figures).")
-	f.StringVar(&cfg.EtcdBinary, "etcd-binary", "", "An etcd binary (e.g. the etcd 3.6.8 /work/shared/tools/upstream/build.sh builds) to run as the benchmark etcd with the same settings, instead of the etcd embedded in eventsbench (go.etcd.io/etcd/server/v3 of go.mod).")
+	f.StringVar(&cfg.EtcdBinary, "etcd-binary", "", "An etcd binary (e.g. an upstream release of etcd v3.6.8, the version Kubernetes pins) to run as the benchmark etcd with the same settings, instead of the etcd embedded in eventsbench (go.etcd.io/etcd/server/v3 of go.mod).")
 	f.StringVar(&cfg.KubeAPIServer, "kube-apiserver", "", "A kube-apiserver binary, or \"built\" for internal/kubeapiserver's build of tools/kube-apiserver (go run ./cmd/devcluster --build-only), that the create benchmark also runs against (started through internal/kubeapiserver), with its events in the same benchmark etcd as eventsd on etcd (its own prefix) and a main etcd of its own; server CPU is kube-apiserver's plus the events etcd's. Needs --backends with etcd.")
 	f.StringVar(&cfg.DataParent, "data-parent", "", "Directory for the temporary data directories (default: the system temp dir); its filesystem matters for fsync.")
 	f.BoolVar(&cfg.KeepData, "keep-data", false, "Keep the data directories.")
