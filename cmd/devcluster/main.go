@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubevents/kubevents/internal/buildinfo"
+	"github.com/kubevents/kubevents/internal/duration"
 	"github.com/kubevents/kubevents/internal/etcdproc"
 	"github.com/kubevents/kubevents/internal/kubeapiserver"
 )
@@ -76,6 +77,7 @@ user cache directory. Run it from a clone of the repository; Ctrl-C stops everyt
 	f.StringVar(&o.authorizationMode, "authorization-mode", kubeapiserver.DefaultAuthorizationMode, "kube-apiserver's --authorization-mode.")
 	f.StringArrayVar(&o.apiserverArgs, "apiserver-arg", nil, "A further kube-apiserver flag, as --name=value (repeatable).")
 	f.BoolVar(&o.buildOnly, "build-only", false, "Only build kube-apiserver and etcd into the user cache directory (the tests that run a real kube-apiserver use these builds), print where, and exit.")
+	duration.HintFlags(f)
 	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/kubevents/kubevents/export/exportconfig"
 	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/internal/buildinfo"
+	"github.com/kubevents/kubevents/internal/duration"
 	"github.com/kubevents/kubevents/mirror"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
@@ -170,6 +171,7 @@ events of a kube-apiserver.`,
 	f.BoolVar(&o.ui, "ui", true, "Serve the web timeline at /ui/ (its files without authentication; the API requests it makes are authenticated and authorized as any other).")
 	o.source.addFlags(f)
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind authentication and authorization when set: non-resource get on /debug/pprof/*).")
+	duration.HintFlags(f)
 	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }
