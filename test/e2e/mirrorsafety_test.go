@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
@@ -84,18 +82,6 @@ users:
 	return path
 }
 
-// createEvent creates default/name through cs.
-func createEvent(t *testing.T, cs kubernetes.Interface, name string) {
-	t.Helper()
-	if _, err := cs.CoreV1().Events("default").Create(context.Background(), &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: name},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-1"},
-		Reason:         "BackOff", Message: name, Type: corev1.EventTypeWarning,
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestMirrorRefusesItself: eventsd whose source is itself (its kubeconfig
 // names its own address) exits with an error saying so, having stored
 // nothing; a source that is another eventsd is mirrored.
@@ -117,8 +103,8 @@ func TestMirrorRefusesItself(t *testing.T) {
 	}
 
 	src := eventsdtest.Start(t, eventsdtest.Options{})
-	createEvent(t, src.Clientset(), "web-1.other")
-	mir := eventsdtest.Start(t, eventsdtest.Options{Args: []string{"--source-kubeconfig", writeKubeconfig(t, src.URL)}})
+	cgCreateCore(t, src.Clientset(), cgCoreEvent("default", "web-1.other", "web-1"))
+	mir := eventsdtest.Start(t, eventsdtest.Options{Args: []string{"--source-kubeconfig", src.Kubeconfig()}})
 	// Ready means the source's events were read.
 	if _, err := mir.Clientset().CoreV1().Events("default").Get(context.Background(), "web-1.other", metav1.GetOptions{}); err != nil {
 		t.Errorf("the event of another eventsd, mirrored: %v", err)
@@ -133,12 +119,12 @@ func TestMirrorRefusesLocalEvents(t *testing.T) {
 	t.Parallel()
 	dataDir := filepath.Join(t.TempDir(), "data")
 	local := eventsdtest.Start(t, eventsdtest.Options{DataDir: dataDir})
-	createEvent(t, local.Clientset(), "web-1.manual")
+	cgCreateCore(t, local.Clientset(), cgCoreEvent("default", "web-1.manual", "web-1"))
 	local.Stop()
 
 	src := eventsdtest.Start(t, eventsdtest.Options{})
-	createEvent(t, src.Clientset(), "web-1.crash")
-	kc := writeKubeconfig(t, src.URL)
+	cgCreateCore(t, src.Clientset(), cgCoreEvent("default", "web-1.crash", "web-1"))
+	kc := src.Kubeconfig()
 	out := failedStart(t, "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--source-kubeconfig", kc)
 	for _, want := range []string{"--data-dir " + dataDir, "default/web-1.manual", "--source-allow-existing-events"} {
 		if !strings.Contains(out, want) {
