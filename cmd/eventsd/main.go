@@ -471,6 +471,12 @@ func run(ctx context.Context, o options) error {
 	stopMirror()
 	<-exportDone
 	<-mirrorDone
+	if errors.Is(err, mirror.ErrRefused) {
+		// The mirror refused its source before reading anything, and the
+		// API took no writes (read-only): the start failed, and leaves no
+		// data directory it created, as any failed start.
+		return failStart(err)
+	}
 	if cerr := store.Close(); cerr != nil {
 		log.Error("closing the store", "err", cerr)
 		return cerr

@@ -83,8 +83,8 @@ users:
 }
 
 // TestMirrorRefusesItself: eventsd whose source is itself (its kubeconfig
-// names its own address) exits with an error saying so, having stored
-// nothing; a source that is another eventsd is mirrored.
+// names its own address) exits with an error saying so, leaving no data
+// directory it created; a source that is another eventsd is mirrored.
 func TestMirrorRefusesItself(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -93,13 +93,16 @@ func TestMirrorRefusesItself(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	out := failedStart(t, "--listen", addr, "--data-dir", filepath.Join(t.TempDir(), "data"),
-		"--source-kubeconfig", writeKubeconfig(t, "http://"+addr))
+	dataDir := filepath.Join(t.TempDir(), "data")
+	out := failedStart(t, "--listen", addr, "--data-dir", dataDir, "--source-kubeconfig", writeKubeconfig(t, "http://"+addr))
 	if !strings.Contains(out, "is this eventsd itself") || !strings.Contains(out, "--source-kubeconfig") || !strings.Contains(out, "http://"+addr) {
 		t.Errorf("eventsd mirroring itself says:\n%s", out)
 	}
 	if strings.Contains(out, "the source failed") {
 		t.Errorf("the refusal was retried as a failure:\n%s", out)
+	}
+	if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data directory the refused start created is left (%v)", err)
 	}
 
 	src := eventsdtest.Start(t, eventsdtest.Options{})
