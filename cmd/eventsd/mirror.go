@@ -106,6 +106,9 @@ func (s *sourceOptions) restConfig() (*rest.Config, string, error) {
 	if s.context != "" {
 		ctxName = s.context
 	}
+	if ctxName == "" {
+		return nil, "", fmt.Errorf("--source-kubeconfig %s has no current context: name one with --source-context", s.kubeconfig)
+	}
 	if _, ok := raw.Contexts[ctxName]; !ok {
 		return nil, "", fmt.Errorf("--source-kubeconfig %s has no context %q", s.kubeconfig, ctxName)
 	}

@@ -49,6 +49,9 @@ func TestBadSourceKubeconfig(t *testing.T) {
 	for _, kc := range []string{filepath.Join(base, "missing.kubeconfig"), garbage, noContext} {
 		newDir := filepath.Join(base, "new")
 		out := failedStart(t, "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(newDir, "data"), "--source-kubeconfig", kc)
+		if kc == noContext && !strings.Contains(out, "has no current context: name one with --source-context") {
+			t.Errorf("a kubeconfig without a current context: %s", out)
+		}
 		if !strings.Contains(out, "--source-kubeconfig "+kc) {
 			t.Errorf("%s: the error does not name the flag and file:\n%s", kc, out)
 		}
