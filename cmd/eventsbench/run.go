@@ -496,7 +496,7 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 			}
 			// Before the etcd it uses stops (deferred earlier).
 			defer func() { err = errors.Join(err, kas.Close()) }()
-			rep.Settings["kube_apiserver"] = fmt.Sprintf("%s (%s)", kas.BinaryPath(), kas.Version())
+			rep.Settings["kube_apiserver"] = fmt.Sprintf("%s (%s)", homeRelative(kas.BinaryPath()), kas.Version())
 			cfg.logf("kube-apiserver %s at %s (pid %d), events in etcd %s, the rest in etcd %s", kas.Version(), kas.URL(), kas.PID(), etcd.URL, kas.EtcdEndpoints()[0])
 			targets = append(targets, createTarget{name: "kube-apiserver on etcd", url: kas.URL(), pid: kas.PID(), backend: etcd, token: kas.AdminToken(),
 				exited: func() error {
@@ -821,11 +821,30 @@ func fmtPtr(p *float64, prec int) string {
 func shellJoin(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		a = homeRelative(a)
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%~") == "" {
 			q[i] = a
 		} else {
 			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
 	}
 	return strings.Join(q, " ")
+}
+
+// homeRelative writes the user's home directory in p (a path, or a flag
+// with one, --etcd-binary=/home/me/bin/etcd) as ~, so that a report names
+// no developer's machine: ~/.cache/kubevents/... reads the same on any.
+func homeRelative(p string) string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" || home == "/" {
+		return p
+	}
+	home = strings.TrimSuffix(home, "/")
+	if p == home {
+		return "~"
+	}
+	if strings.HasPrefix(p, home+"/") {
+		return "~" + p[len(home):]
+	}
+	return strings.ReplaceAll(p, "="+home+"/", "=~/")
 }
