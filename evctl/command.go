@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kubevents/kubevents/internal/buildinfo"
+	"github.com/kubevents/kubevents/internal/duration"
 )
 
 // filterFlags are the selection flags of get and watch.
@@ -31,6 +32,7 @@ func (f *filterFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.controller, "controller", "", "Only events reported by this controller (reportingController, or the source component of legacy events).")
 	fl.StringVar(&f.instance, "instance", "", "Only events reported by this reporting instance.")
 	fl.DurationVar(&f.since, "since", 0, "Only events that last happened within this long (e.g. 10m, 2h).")
+	duration.HintFlags(fl) // --since 7d: use hours, e.g. 168h
 }
 
 func (f *filterFlags) filter(now func() time.Time) (filter, error) {

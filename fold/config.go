@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/internal/configfile"
+	"github.com/kubevents/kubevents/internal/duration"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -60,7 +61,7 @@ func (c *Configuration) Validate() field.ErrorList {
 		if r.Window == "" {
 			errs = append(errs, field.Required(p.Child("window"), "a duration such as 10m"))
 		} else if d, err := time.ParseDuration(r.Window); err != nil {
-			errs = append(errs, field.Invalid(p.Child("window"), r.Window, fmt.Sprintf("not a duration (such as 10m or 1h): %v", err)))
+			errs = append(errs, field.Invalid(p.Child("window"), r.Window, duration.Hint(r.Window)))
 		} else if d <= 0 {
 			errs = append(errs, field.Invalid(p.Child("window"), r.Window, "must be positive"))
 		} else if d > MaxWindow {

@@ -85,7 +85,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"missing window", head + "rules:\n- reasons: [BackOff]\n", []string{"rules[0].window", "Required value"}},
 		{"not a duration", head + "rules:\n- window: 10m\n- window: \"10\"\n", []string{"rules[1].window", `"10"`, "not a duration"}},
 		{"number", head + "rules:\n- window: 10\n", []string{"rules[0].window", "want a string"}},
-		{"day unit", head + "rules:\n- window: 1d\n", []string{"rules[0].window", `"1d"`}},
+		{"day unit", head + "rules:\n- window: 1d\n", []string{"rules[0].window", `"1d": use hours, e.g. 24h`}},
 		{"zero", head + "rules:\n- window: 0s\n", []string{"rules[0].window", "must be positive"}},
 		{"negative", head + "rules:\n- window: -5m\n", []string{"rules[0].window", "must be positive"}},
 		{"too long", head + "rules:\n- window: 48h\n", []string{"rules[0].window", "at most 24h0m0s"}},

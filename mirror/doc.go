@@ -25,6 +25,13 @@
 // window in which that can have happened (time away beyond the source's
 // event TTL) is counted and logged as a gap.
 //
+// Before it writes, the mirror checks what it writes into and what it
+// reads: CheckStore refuses a store holding events it did not write (no
+// cursor: events written through eventsd's API; or another source's
+// cursor) unless Options.AllowExistingEvents, and Options.CheckSource,
+// asked before the first read, can refuse a source (eventsd refuses
+// itself): Run then returns an error wrapping ErrRefused.
+//
 // Changes are applied by several workers, each key always by the same
 // one (in the source's order); the cursor advances only past changes
 // every worker has applied.

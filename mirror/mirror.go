@@ -142,7 +142,27 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger receives operational logs; slog.Default() when nil.
 	Logger *slog.Logger
+	// SourceID identifies the source (eventsd gives its server's URL):
+	// CheckStore keeps it in the store beside the cursor, so that the
+	// cursor of one source is never resumed on another. Empty: the
+	// source is not recorded nor compared.
+	SourceID string
+	// AllowExistingEvents lets CheckStore go on with a store that holds
+	// events the mirror did not write (no cursor), or the cursor of
+	// another source (which it then drops: the new source is read from
+	// its start).
+	AllowExistingEvents bool
+	// CheckSource, when set, is called before the mirror first reads the
+	// source, and after each failure until it succeeds. An error wrapping
+	// ErrRefused stops the mirror (Run returns it); others are retried as
+	// the source's failures are. eventsd refuses to mirror itself with it.
+	CheckSource func(ctx context.Context) error
 }
+
+// ErrRefused is wrapped by the errors of a source the mirror must not
+// follow (Options.CheckSource) and of a store it must not write into
+// (CheckStore): they are not retried.
+var ErrRefused = errors.New("mirror: refused")
 
 func (o Options) withDefaults() Options {
 	if o.Deletions == "" {
@@ -272,8 +292,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 	el, ok := m.opts.Store.(storage.Elector)
 	if !ok {
 		m.setLeading(true)
-		m.lead(ctx)
-		return nil
+		return m.lead(ctx)
 	}
 	for ctx.Err() == nil {
 		leading, release, err := el.Lead(ctx, leaderName)
@@ -285,9 +304,12 @@ func (m *Mirror) Run(ctx context.Context) error {
 		}
 		m.log.Info("mirroring on this replica")
 		m.setLeading(true)
-		m.lead(leading)
+		err = m.lead(leading)
 		m.setLeading(false)
 		release()
+		if err != nil {
+			return err
+		}
 		if ctx.Err() == nil {
 			m.log.Warn("no longer the replica that mirrors; standing by")
 		}
@@ -302,11 +324,17 @@ func (m *Mirror) setLeading(on bool) {
 	m.downSince = m.opts.Clock.Now()
 }
 
-// lead mirrors until ctx ends.
-func (m *Mirror) lead(ctx context.Context) {
+// lead mirrors until ctx ends, or until CheckSource refuses the source
+// (its error is returned).
+func (m *Mirror) lead(ctx context.Context) error {
+	// Before anything is read from the source, so that nothing of a
+	// refused one is applied.
+	if err := m.checkSource(ctx); err != nil {
+		return err
+	}
 	cursor, caughtUp, ok := m.loadCursor(ctx)
 	if !ok {
-		return
+		return nil
 	}
 	a := newApplier(ctx, m)
 	defer a.stop()
@@ -353,7 +381,7 @@ func (m *Mirror) lead(ctx context.Context) {
 			m.setLive(false)
 		}
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 		if isExpired(err) {
 			m.relistAfterExpiry(rv)
@@ -372,11 +400,39 @@ func (m *Mirror) lead(ctx context.Context) {
 		m.countSourceError(err)
 		m.log.Warn("the source failed; trying again", "err", err, "resourceVersion", rv, "retryIn", backoff)
 		if !m.sleep(ctx, backoff+rand.N(backoff/2+1)) {
-			return
+			return nil
 		}
 		m.metrics.reconnects.Inc()
 		backoff = min(2*backoff, m.opts.MaxBackoff)
 	}
+	return nil
+}
+
+// checkSource asks Options.CheckSource, if set, until it answers: its
+// refusal (ErrRefused) is returned, other failures are counted, logged
+// and asked again after a backoff, as the source's. It returns nil when
+// the source is accepted or ctx ended.
+func (m *Mirror) checkSource(ctx context.Context) error {
+	if m.opts.CheckSource == nil {
+		return nil
+	}
+	backoff := m.opts.MinBackoff
+	for ctx.Err() == nil {
+		err := m.opts.CheckSource(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil || errors.Is(err, ErrRefused) {
+			return err
+		}
+		m.countSourceError(err)
+		m.log.Warn("the source failed; trying again", "err", err, "retryIn", backoff)
+		if !m.sleep(ctx, backoff+rand.N(backoff/2+1)) {
+			return nil
+		}
+		backoff = min(2*backoff, m.opts.MaxBackoff)
+	}
+	return nil
 }
 
 // loadCursor reads the saved cursor and caught-up time, retrying while

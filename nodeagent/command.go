@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubevents/kubevents/events"
 	"github.com/kubevents/kubevents/internal/buildinfo"
+	"github.com/kubevents/kubevents/internal/duration"
 	"github.com/kubevents/kubevents/pleg"
 )
 
@@ -102,6 +103,7 @@ keeps failing. Repeats become event series, not a flood.`,
 	f.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", 10*time.Second, "How long to write pending event counts on SIGTERM or SIGINT.")
 	f.BoolVar(&o.LiveSeriesCounts, "live-series-counts", true, "Write a repeating event's count as its series ages (at 10 s, then whenever its age doubles, up to every 30 min), not only when it starts, every 30 min and when it ends.")
 	f.StringVar(&o.StateFile, "state-file", "", "File the agent leaves its state in when it stops and resumes from when it starts, so that what happens while it is down (a container completing) is recorded, once; empty: each start records only what happens from then on.")
+	duration.HintFlags(f)
 	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }

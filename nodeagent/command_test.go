@@ -19,6 +19,7 @@ func TestCommandRejectsBadFlags(t *testing.T) {
 		{[]string{"--runtime-endpoint", "unix:///run/x.sock", "--server", "http://127.0.0.1:1", "--log-level", "loud"}, "--log-level"},
 		{[]string{"--runtime-endpoint", "unix:///run/x.sock", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig"},
 		{[]string{"extra"}, `unknown command "extra"`},
+		{[]string{"--runtime-endpoint", "unix:///run/x.sock", "--shutdown-timeout", "1d"}, `invalid argument "1d" for "--shutdown-timeout" flag: "1d": use hours, e.g. 24h`},
 	} {
 		var stderr bytes.Buffer
 		cmd := NewCommand(&stderr)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/internal/configfile"
+	"github.com/kubevents/kubevents/internal/duration"
 	"slices"
 	"strconv"
 	"time"
@@ -56,7 +57,7 @@ func (c *Configuration) Validate() field.ErrorList {
 		if r.TTL == "" {
 			errs = append(errs, field.Required(p.Child("ttl"), "a duration such as 24h"))
 		} else if d, err := time.ParseDuration(r.TTL); err != nil {
-			errs = append(errs, field.Invalid(p.Child("ttl"), r.TTL, fmt.Sprintf("not a duration (such as 168h or 90m): %v", err)))
+			errs = append(errs, field.Invalid(p.Child("ttl"), r.TTL, duration.Hint(r.TTL)))
 		} else if d <= 0 {
 			errs = append(errs, field.Invalid(p.Child("ttl"), r.TTL, "must be positive"))
 		}

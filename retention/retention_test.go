@@ -95,7 +95,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown field", head + "rules:\n- namespace: [prod]\n  ttl: 1h\n", `unknown field "rules[0].namespace"`},
 		{"duplicate field", head + "rules:\n- ttl: 1h\n  ttl: 2h\n", `ttl`},
 		{"missing ttl", head + "rules:\n- types: [Warning]\n", "rules[0].ttl: Required value"},
-		{"bad duration", head + "rules:\n- ttl: 1h\n- ttl: 7d\n", `rules[1].ttl: Invalid value: "7d"`},
+		{"bad duration", head + "rules:\n- ttl: 1h\n- ttl: 7d\n", `rules[1].ttl: Invalid value: "7d": use hours, e.g. 168h`},
 		{"wrong type", head + "rules:\n- ttl: 1h\n- ttl: true\n", `decoding RetentionConfiguration: rules[1].ttl: Invalid value: true: want a string`},
 		{"zero ttl", head + "rules:\n- ttl: 0s\n", `rules[0].ttl: Invalid value: "0s": must be positive`},
 		{"negative ttl", head + "rules:\n- ttl: -1h\n", `rules[0].ttl: Invalid value: "-1h": must be positive`},

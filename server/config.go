@@ -118,6 +118,12 @@ type Config struct {
 	// to write instead), and discovery lists get, list and watch only.
 	// eventsd mirroring a cluster serves its events this way.
 	ReadOnly string
+	// InstanceID, when set, is sent in the InstanceHeader of every
+	// response, errors and refusals of authentication included: a client
+	// can tell which server process answered. eventsd gives a random one
+	// per process, which its mirror compares with its source's, so that
+	// it never mirrors itself.
+	InstanceID string
 	// MaxObjectSizeBytes bounds an event as stored (its protobuf
 	// encoding): creates, updates and patches whose result is larger get
 	// 413 and store nothing. Negative means unlimited.

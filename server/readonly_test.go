@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/server/healthz"
 
 	"github.com/kubevents/kubevents/server"
@@ -76,5 +78,55 @@ func TestReadyzChecks(t *testing.T) {
 		if code != tc.code || string(body) != tc.body {
 			t.Errorf("/readyz%s: %d %q, want %d %q", tc.query, code, body, tc.code, tc.body)
 		}
+	}
+}
+
+// TestInstanceHeader: every answer carries Config.InstanceID in
+// InstanceHeader, a refusal of authentication and a 404 included, so
+// that eventsd's mirror can tell it is asking itself; without an id,
+// none.
+func TestInstanceHeader(t *testing.T) {
+	const id = "0123456789abcdef"
+	e := newEnvWith(t, time.Hour, func(c *server.Config) {
+		c.InstanceID = id
+		c.Authenticator = authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
+			if r.Header.Get("Authorization") != "Bearer good" {
+				return nil, false, nil
+			}
+			return &authenticator.Response{User: &user.DefaultInfo{Name: "u", Groups: []string{user.SystemPrivilegedGroup}}}, true, nil
+		})
+	})
+	for _, c := range []struct {
+		path, token string
+		code        int
+	}{
+		{"/api/v1/events?limit=1", "good", http.StatusOK},
+		{"/api/v1/events?limit=1", "", http.StatusUnauthorized},
+		{"/nothing-here", "good", http.StatusNotFound},
+	} {
+		req, err := http.NewRequest(http.MethodGet, e.url+c.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.code || resp.Header.Get(server.InstanceHeader) != id {
+			t.Errorf("%s (token %q): %d with %s %q; want %d with %q", c.path, c.token, resp.StatusCode, server.InstanceHeader, resp.Header.Get(server.InstanceHeader), c.code, id)
+		}
+	}
+	plain := newEnv(t, time.Hour)
+	resp, err := http.Get(plain.url + "/api/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if v, ok := resp.Header[server.InstanceHeader]; ok {
+		t.Errorf("without an InstanceID: %s %q", server.InstanceHeader, v)
 	}
 }

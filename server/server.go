@@ -197,6 +197,9 @@ func (s *Server) Drain(ctx context.Context) error {
 // ServeHTTP implements http.Handler. A panic in a handler is logged with
 // its stack and answered with a 500 Status, not a dropped connection.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.InstanceID != "" {
+		w.Header().Set(InstanceHeader, s.cfg.InstanceID)
+	}
 	w = &negotiatedWriter{ResponseWriter: w, status: statusOutput(r.Header.Get("Accept"))}
 	defer func() {
 		if v := recover(); v != nil {
@@ -214,6 +217,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	s.serve(w, r)
 }
+
+// InstanceHeader is the response header carrying Config.InstanceID.
+const InstanceHeader = "Kubevents-Instance"
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {

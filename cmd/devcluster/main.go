@@ -13,16 +13,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubevents/kubevents/internal/buildinfo"
+	"github.com/kubevents/kubevents/internal/duration"
 	"github.com/kubevents/kubevents/internal/etcdproc"
 	"github.com/kubevents/kubevents/internal/kubeapiserver"
 )
@@ -76,13 +80,48 @@ user cache directory. Run it from a clone of the repository; Ctrl-C stops everyt
 	f.StringVar(&o.authorizationMode, "authorization-mode", kubeapiserver.DefaultAuthorizationMode, "kube-apiserver's --authorization-mode.")
 	f.StringArrayVar(&o.apiserverArgs, "apiserver-arg", nil, "A further kube-apiserver flag, as --name=value (repeatable).")
 	f.BoolVar(&o.buildOnly, "build-only", false, "Only build kube-apiserver and etcd into the user cache directory (the tests that run a real kube-apiserver use these builds), print where, and exit.")
+	duration.HintFlags(f)
 	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }
 
+// checkPorts fails, naming the address and the flag that changes it, when
+// an address devcluster is to listen on is taken (another devcluster, a
+// kube-apiserver or an etcd). It only tries them: something may still
+// take one before its server does, which then fails with its own error.
+func checkPorts(o options) error {
+	type addr struct{ flag, addr, what, another string }
+	var addrs []addr
+	if o.port != 0 {
+		addrs = append(addrs, addr{"--port", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.port)),
+			fmt.Sprintf("kube-apiserver's port %d on 127.0.0.1", o.port), "choose another with --port (0: any free port)"})
+	}
+	if o.eventsEtcd != "" {
+		addrs = append(addrs, addr{"--events-etcd", o.eventsEtcd,
+			"the events etcd's address " + o.eventsEtcd, "choose another with --events-etcd (e.g. 127.0.0.1:2381)"})
+	}
+	for _, a := range addrs {
+		l, err := net.Listen("tcp", a.addr)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("%s is in use (another devcluster, kube-apiserver or etcd?): stop what listens there, or %s", a.what, a.another)
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", a.flag, a.addr, err)
+		}
+		l.Close()
+	}
+	return nil
+}
+
 // build builds (or finds) kube-apiserver and etcd and says where they are.
+// The etcd server module is fetched first (a second when it is there): a
+// clone that has only built devcluster lacks it, and a module that cannot
+// be had must fail before kube-apiserver's build of minutes, not after.
 func build(out io.Writer) error {
 	t0 := time.Now()
+	if err := etcdproc.Fetch(); err != nil {
+		return err
+	}
 	if v, ok := kubeapiserver.Cached(); !ok {
 		fmt.Fprintf(out, "building kube-apiserver %s from tools/kube-apiserver (the first build takes minutes)...\n", v)
 	}
@@ -101,6 +140,12 @@ func build(out io.Writer) error {
 func run(ctx context.Context, o options, out io.Writer) error {
 	if o.buildOnly {
 		return build(out)
+	}
+	// Before the build of minutes and before anything starts: a port in
+	// use is one line naming it and its flag, not kube-apiserver's or
+	// etcd's bind error after the build.
+	if err := checkPorts(o); err != nil {
+		return err
 	}
 	opts := kubeapiserver.Options{
 		Dir:               o.dir,

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,4 +118,46 @@ type: Warning
 // version (internal/buildinfo), and runs nothing.
 func TestVersionFlag(t *testing.T) {
 	buildinfotest.CheckVersionFlag(t, newCommand(io.Discard), "devcluster")
+}
+
+// TestPortInUse: with kube-apiserver's port or the events etcd's address
+// held, devcluster fails at once (before any build or start) with one
+// line naming the port and the flag that changes it.
+func TestPortInUse(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	port := held.Addr().(*net.TCPAddr).Port
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--port", strconv.Itoa(port), "--events-etcd", freeAddr(t)},
+			fmt.Sprintf("kube-apiserver's port %d on 127.0.0.1 is in use (another devcluster, kube-apiserver or etcd?): stop what listens there, or choose another with --port (0: any free port)", port)},
+		{[]string{"--port", "0", "--events-etcd", held.Addr().String()},
+			"the events etcd's address " + held.Addr().String() + " is in use (another devcluster, kube-apiserver or etcd?): stop what listens there, or choose another with --events-etcd (e.g. 127.0.0.1:2381)"},
+	} {
+		var out syncbuf.Buffer
+		cmd := newCommand(&out)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		dir := filepath.Join(t.TempDir(), "data")
+		cmd.SetArgs(append([]string{"--dir", dir}, c.args...))
+		start := time.Now()
+		err := cmd.Execute()
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%v: %v; want %s", c.args, err, c.want)
+		}
+		if out.String() != "" {
+			t.Errorf("%v: devcluster started something:\n%s", c.args, out.String())
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%v: --dir was created", c.args)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%v: the refusal took %v", c.args, d)
+		}
+	}
 }

@@ -188,7 +188,7 @@ var etcdBinaryURLRE = regexp.MustCompile(`"msg":"serving client traffic insecure
 func (p etcdProc) describe() string {
 	what := "go.etcd.io/etcd/server/v3/embed in eventsbench"
 	if p.Binary != "" {
-		what = p.Binary
+		what = homeRelative(p.Binary)
 		if out, err := exec.Command(p.Binary, "--version").Output(); err == nil {
 			what += " (" + strings.Join(strings.Fields(strings.SplitN(string(out), "\n", 2)[0]), " ") + ")"
 		}

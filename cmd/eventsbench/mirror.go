@@ -412,7 +412,7 @@ func runMirrorBench(ctx context.Context, cfg mirrorBenchConfig) (rep *mirrorRepo
 		}
 		err = errors.Join(err, kas.Close())
 	}()
-	rep.KubeAPIServer = fmt.Sprintf("%s (%s)", kas.BinaryPath(), kas.Version())
+	rep.KubeAPIServer = fmt.Sprintf("%s (%s)", homeRelative(kas.BinaryPath()), kas.Version())
 	rep.Settings["kube_apiserver_flags"] = "internal/kubeapiserver's set-up (HTTPS with its own CA, token authentication, RBAC, service-account keys, --endpoint-reconciler-type=none)" +
 		" with events in an etcd of their own (--etcd-servers-overrides=/events#...), --event-ttl=24h, --etcd-compaction-interval=0; otherwise kube-apiserver's defaults"
 	rep.Settings["eventsd_args"] = "--event-ttl=24h --source-kubeconfig <user " + mirrorUser + ": list and watch events only> --source-initial-sync=MODE" + cfg.sourceArgsText()

@@ -265,7 +265,7 @@ events in the same etcd as eventsd on etcd's.
 	f.IntVar(&cfg.ReadClients, "read-clients", cfg.ReadClients, "Clients of the etcd phase's read throughput benchmark, split over the replicas.")
 	f.Int64Var(&cfg.EtcdQuotaBytes, "etcd-quota-backend-bytes", cfg.EtcdQuotaBytes, "The benchmark etcd's --quota-backend-bytes.")
 	f.BoolVar(&cfg.EtcdUnsafeNoFsync, "etcd-unsafe-no-fsync", false, "Run the benchmark etcd with --unsafe-no-fsync (tests only; not etcd's figures).")
-	f.StringVar(&cfg.EtcdBinary, "etcd-binary", "", "An etcd binary (e.g. the etcd 3.6.8 /work/shared/tools/upstream/build.sh builds) to run as the benchmark etcd with the same settings, instead of the etcd embedded in eventsbench (go.etcd.io/etcd/server/v3 of go.mod).")
+	f.StringVar(&cfg.EtcdBinary, "etcd-binary", "", "An etcd binary (e.g. an upstream release of etcd v3.6.8, the version Kubernetes pins) to run as the benchmark etcd with the same settings, instead of the etcd embedded in eventsbench (go.etcd.io/etcd/server/v3 of go.mod).")
 	f.StringVar(&cfg.KubeAPIServer, "kube-apiserver", "", "A kube-apiserver binary, or \"built\" for internal/kubeapiserver's build of tools/kube-apiserver (go run ./cmd/devcluster --build-only), that the create benchmark also runs against (started through internal/kubeapiserver), with its events in the same benchmark etcd as eventsd on etcd (its own prefix) and a main etcd of its own; server CPU is kube-apiserver's plus the events etcd's. Needs --backends with etcd.")
 	f.StringVar(&cfg.DataParent, "data-parent", "", "Directory for the temporary data directories (default: the system temp dir); its filesystem matters for fsync.")
 	f.BoolVar(&cfg.KeepData, "keep-data", false, "Keep the data directories.")
@@ -496,7 +496,7 @@ func (cfg *runConfig) createPhase(ctx context.Context, rep *runReport, self, eve
 			}
 			// Before the etcd it uses stops (deferred earlier).
 			defer func() { err = errors.Join(err, kas.Close()) }()
-			rep.Settings["kube_apiserver"] = fmt.Sprintf("%s (%s)", kas.BinaryPath(), kas.Version())
+			rep.Settings["kube_apiserver"] = fmt.Sprintf("%s (%s)", homeRelative(kas.BinaryPath()), kas.Version())
 			cfg.logf("kube-apiserver %s at %s (pid %d), events in etcd %s, the rest in etcd %s", kas.Version(), kas.URL(), kas.PID(), etcd.URL, kas.EtcdEndpoints()[0])
 			targets = append(targets, createTarget{name: "kube-apiserver on etcd", url: kas.URL(), pid: kas.PID(), backend: etcd, token: kas.AdminToken(),
 				exited: func() error {
@@ -821,11 +821,30 @@ func fmtPtr(p *float64, prec int) string {
 func shellJoin(args []string) string {
 	q := make([]string, len(args))
 	for i, a := range args {
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		a = homeRelative(a)
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%~") == "" {
 			q[i] = a
 		} else {
 			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
 	}
 	return strings.Join(q, " ")
+}
+
+// homeRelative writes the user's home directory in p (a path, or a flag
+// with one, --etcd-binary=/home/me/bin/etcd) as ~, so that a report names
+// no developer's machine: ~/.cache/kubevents/... reads the same on any.
+func homeRelative(p string) string {
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" || home == "/" {
+		return p
+	}
+	home = strings.TrimSuffix(home, "/")
+	if p == home {
+		return "~"
+	}
+	if strings.HasPrefix(p, home+"/") {
+		return "~" + p[len(home):]
+	}
+	return strings.ReplaceAll(p, "="+home+"/", "=~/")
 }

@@ -6,7 +6,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,6 +30,7 @@ import (
 	"github.com/kubevents/kubevents/export/exportconfig"
 	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/internal/buildinfo"
+	"github.com/kubevents/kubevents/internal/duration"
 	"github.com/kubevents/kubevents/mirror"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
@@ -190,6 +193,7 @@ profiles at /debug/pprof/ (--profiling).`,
 	o.source.addFlags(f)
 	f.BoolVar(&o.demo, "demo", false, "Fill the store with a demo: the last half hour of a small cluster's events as of now (a rollout whose new Pod crashloops in namespace shop, an OOM kill, a Pod that cannot be scheduled then fits in namespace batch, a Node that goes NotReady and comes back), and keep its crashloop going while eventsd runs. Without --data-dir the store is a new temporary directory, removed at exit. Not with a mirror or authentication.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind authentication and authorization when set: non-resource get on /debug/pprof/*).")
+	duration.HintFlags(f)
 	buildinfo.AddVersionFlag(cmd)
 	return cmd
 }
@@ -326,6 +330,18 @@ func run(ctx context.Context, o options) error {
 		stopAuth()
 		<-authDone
 	}()
+	// The source's flags and kubeconfig are checked before the store is
+	// opened or created: a bad one is one error line, nothing on disk.
+	var src *source
+	if o.source.enabled() {
+		if src, err = o.source.build(); err != nil {
+			return err
+		}
+	}
+	instanceID, err := newInstanceID()
+	if err != nil {
+		return err
+	}
 	// The address is taken before the store is opened or created: a
 	// port in use changes nothing on disk.
 	ln, err := net.Listen("tcp", o.listen)
@@ -334,9 +350,11 @@ func run(ctx context.Context, o options) error {
 	}
 	// A start that fails once its store is open (a sink that cannot be
 	// built) leaves no data directory it created behind; one that existed
-	// is kept, whatever it holds. It is removed while the store's lock is
-	// still held, so that another eventsd cannot have opened it; a store
-	// that failed to open (locked by another eventsd) removes nothing.
+	// is kept, whatever it holds. The store removes it once closed, before
+	// it releases the directory's lock, so that nothing of the store
+	// writes into it as it goes and another eventsd cannot have opened it;
+	// a store that failed to open (locked by another eventsd) removes
+	// nothing.
 	var created string
 	if o.storageBackend == backendPebble {
 		if created, err = missingDir(o.dataDir); err != nil {
@@ -347,14 +365,16 @@ func run(ctx context.Context, o options) error {
 	var store storage.Interface
 	failStart := func(err error) error {
 		ln.Close()
-		if store != nil {
-			if created != "" {
-				if rerr := os.RemoveAll(created); rerr != nil {
-					log.Error("removing the data directory this failed start created", "dir", created, "err", rerr)
-				}
-			}
-			store.Close()
+		if store == nil {
+			return err
 		}
+		if ps, ok := store.(*pebblestore.Store); ok && created != "" {
+			if rerr := ps.CloseAndRemove(created); rerr != nil {
+				log.Error("removing the data directory this failed start created", "dir", created, "err", rerr)
+			}
+			return err
+		}
+		store.Close()
 		return err
 	}
 	reg := prometheus.NewRegistry()
@@ -368,17 +388,24 @@ func run(ctx context.Context, o options) error {
 	scfg := server.Config{Store: store, Registry: reg, EventTTL: o.eventTTL, Logger: log, Authenticator: auth.Authenticator, FrontProxy: auth.FrontProxy, Authorizer: auth.Authorizer, Profiling: o.profiling,
 		MaxRequestsInflight: o.maxInflight, MaxMutatingRequestsInflight: o.maxMutating, DisableExtensions: !o.extensions, UI: o.ui,
 		MaxObjectSizeBytes: o.maxObjectSize, RequestTimeout: o.requestTimeout, BookmarkInterval: o.bookmarkEvery,
-		EventRateLimit: rateLimit, Retention: retentionConfig, Fold: foldConfig}
+		EventRateLimit: rateLimit, Retention: retentionConfig, Fold: foldConfig, InstanceID: instanceID}
 	// The mirror, if any, writes into the store; the API then only reads
 	// (a local write would be a second source of truth beside the
 	// cluster's, which the mirror could overwrite or the API contradict).
 	var mir *mirror.Mirror
-	if o.source.enabled() {
-		var name string
-		if mir, name, err = newMirror(o.source, store, policy, reg, log); err != nil {
+	if src != nil {
+		if mir, err = newMirror(src, o.source, store, policy, reg, log, instanceID); err != nil {
 			return failStart(err)
 		}
-		scfg.ReadOnly = fmt.Sprintf("eventsd mirrors the events of a cluster (%s): they are read-only here; write events to that cluster's kube-apiserver", name)
+		if err := mir.CheckStore(ctx); err != nil {
+			var ee *mirror.ExistingEventsError
+			if errors.As(err, &ee) {
+				return failStart(fmt.Errorf("%s: %w; use another %s, or give --%s to mirror into it anyway", o.storeName(), err, o.storeFlag(), allowExistingFlag))
+			}
+			return failStart(err)
+		}
+		log.Info("mirroring a cluster's events", "source", src.name, "server", src.cfg.Host, "deletions", o.source.deletions, "initialSync", o.source.initialSync)
+		scfg.ReadOnly = fmt.Sprintf("eventsd mirrors the events of a cluster (%s): they are read-only here; write events to that cluster's kube-apiserver", src.name)
 		scfg.ReadyChecks = append(scfg.ReadyChecks, mir)
 	}
 	srv, err := server.New(scfg)
@@ -407,10 +434,14 @@ func run(ctx context.Context, o options) error {
 	mirrorCtx, stopMirror := context.WithCancel(context.Background())
 	defer stopMirror()
 	mirrorDone := make(chan struct{})
+	// A source the mirror refuses (this eventsd itself) ends eventsd.
+	mirrorRefused := make(chan error, 1)
 	go func() {
 		defer close(mirrorDone)
 		if mir != nil {
-			if err := mir.Run(mirrorCtx); err != nil {
+			if err := mir.Run(mirrorCtx); errors.Is(err, mirror.ErrRefused) {
+				mirrorRefused <- err
+			} else if err != nil {
 				log.Error("the mirror stopped", "err", err)
 			}
 		}
@@ -450,6 +481,7 @@ func run(ctx context.Context, o options) error {
 	select {
 	case err = <-errc:
 		log.Error("server failed", "err", err)
+	case err = <-mirrorRefused:
 	case <-ctx.Done():
 		log.Info("shutting down: finishing requests in flight")
 	}
@@ -468,6 +500,12 @@ func run(ctx context.Context, o options) error {
 	stopMirror()
 	<-exportDone
 	<-mirrorDone
+	if errors.Is(err, mirror.ErrRefused) {
+		// The mirror refused its source before reading anything, and the
+		// API took no writes (read-only): the start failed, and leaves no
+		// data directory it created, as any failed start.
+		return failStart(err)
+	}
 	if cerr := store.Close(); cerr != nil {
 		log.Error("closing the store", "err", cerr)
 		return cerr
@@ -477,6 +515,33 @@ func run(ctx context.Context, o options) error {
 		return nil
 	}
 	return err
+}
+
+// newInstanceID is this process's random identity, sent with every
+// response (server.Config.InstanceID), by which its mirror recognises
+// itself as a source.
+func newInstanceID() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("the instance id: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// storeName says where the store is, for errors about what it holds.
+func (o options) storeName() string {
+	if o.storageBackend == backendEtcd {
+		return fmt.Sprintf("the store (--etcd-servers %s, --etcd-prefix %s)", strings.Join(o.etcdServers, ","), o.etcdPrefix)
+	}
+	return "--data-dir " + o.dataDir
+}
+
+// storeFlag is the flag that chooses another store.
+func (o options) storeFlag() string {
+	if o.storageBackend == backendEtcd {
+		return "--etcd-prefix"
+	}
+	return "--data-dir"
 }
 
 // missingDir returns the outermost directory of path (path itself or one

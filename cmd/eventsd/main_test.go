@@ -224,3 +224,18 @@ func TestStorageBackendFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestDurationFlagHint: a duration flag given in days is refused with the
+// same length in hours, naming the flag, before anything starts.
+func TestDurationFlagHint(t *testing.T) {
+	cmd := newCommand()
+	dir := t.TempDir()
+	cmd.SetArgs([]string{"--listen", "127.0.0.1:0", "--data-dir", dir, "--event-ttl", "7d"})
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	want := `invalid argument "7d" for "--event-ttl" flag: "7d": use hours, e.g. 168h`
+	if err == nil || err.Error() != want {
+		t.Fatalf("--event-ttl 7d: %v; want %s", err, want)
+	}
+}

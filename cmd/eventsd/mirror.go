@@ -1,21 +1,26 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/mirror"
 	"github.com/kubevents/kubevents/retention"
+	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
 )
 
@@ -33,6 +38,9 @@ type sourceOptions struct {
 	deletions   string
 	eventTTL    time.Duration
 	initialSync string
+	// allowExisting: mirror into a store holding events no mirror of
+	// this source wrote.
+	allowExisting bool
 }
 
 // Defaults of the source client's rate limits: the mirror makes one
@@ -53,7 +61,12 @@ func (s *sourceOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&s.deletions, "source-deletions", string(mirror.DeletionsKeep), "What a deletion in the source does: keep (the event stays until eventsd's --event-ttl or retention rules expire it: the source's TTL does not shorten eventsd's history) or propagate (it is deleted here too).")
 	f.DurationVar(&s.eventTTL, "source-event-ttl", mirror.DefaultSourceTTL, "The source's --event-ttl: after a restart or a 410, how long the mirror was away beyond it is reported as a gap (events created and expired in the source meanwhile cannot be mirrored).")
 	f.StringVar(&s.initialSync, "source-initial-sync", string(mirror.InitialSyncAuto), "How the source's events are read at start and after a 410: auto (a WatchList stream, or paginated lists where the source refuses it), watchlist or list.")
+	f.BoolVar(&s.allowExisting, allowExistingFlag, false, "Mirror into a store that holds events no mirror of this source wrote (eventsd's own, from before it mirrored, or another source's mirror, whose cursor is then dropped), mixing them with the source's; without it such a start is refused.")
 }
+
+// allowExistingFlag is the flag that lets a mirror start on a store
+// holding other events.
+const allowExistingFlag = "source-allow-existing-events"
 
 // enabled reports whether a source is configured.
 func (s *sourceOptions) enabled() bool { return s.source != "" || s.kubeconfig != "" }
@@ -93,6 +106,9 @@ func (s *sourceOptions) restConfig() (*rest.Config, string, error) {
 	if s.context != "" {
 		ctxName = s.context
 	}
+	if ctxName == "" {
+		return nil, "", fmt.Errorf("--source-kubeconfig %s has no current context: name one with --source-context", s.kubeconfig)
+	}
 	if _, ok := raw.Contexts[ctxName]; !ok {
 		return nil, "", fmt.Errorf("--source-kubeconfig %s has no context %q", s.kubeconfig, ctxName)
 	}
@@ -103,23 +119,38 @@ func (s *sourceOptions) restConfig() (*rest.Config, string, error) {
 	return c, s.name(ctxName), nil
 }
 
-// newMirror builds the mirror of the configured source into store, its
-// writes given their TTL by policy (eventsd's --event-ttl and retention
-// rules, not the source's).
-func newMirror(s sourceOptions, store storage.Interface, policy *retention.Policy, reg prometheus.Registerer, log *slog.Logger) (*mirror.Mirror, string, error) {
-	ms, ok := store.(mirror.Store)
-	if !ok {
-		return nil, "", errors.New("the storage backend cannot keep the mirror's cursor")
-	}
+// source is the configured source's client, built (and its flags
+// checked) before the store is opened: a bad kubeconfig is one error
+// line, with nothing created on disk.
+type source struct {
+	cfg    *rest.Config
+	name   string
+	events corev1client.EventInterface
+	// http is a client with the source's credentials, for CheckSource.
+	http *http.Client
+}
+
+// build checks the source's flags and builds its client.
+func (s *sourceOptions) build() (*source, error) {
 	if s.qps <= 0 || s.burst <= 0 {
-		return nil, "", errors.New("--source-qps and --source-burst must be positive")
+		return nil, errors.New("--source-qps and --source-burst must be positive")
 	}
 	if s.eventTTL <= 0 {
-		return nil, "", errors.New("--source-event-ttl must be positive")
+		return nil, errors.New("--source-event-ttl must be positive")
+	}
+	switch mirror.DeletionPolicy(s.deletions) {
+	case mirror.DeletionsKeep, mirror.DeletionsPropagate:
+	default:
+		return nil, fmt.Errorf("--source-deletions: %q is neither %s nor %s", s.deletions, mirror.DeletionsKeep, mirror.DeletionsPropagate)
+	}
+	switch mirror.InitialSync(s.initialSync) {
+	case mirror.InitialSyncAuto, mirror.InitialSyncWatchList, mirror.InitialSyncList:
+	default:
+		return nil, fmt.Errorf("--source-initial-sync: %q is not %s, %s or %s", s.initialSync, mirror.InitialSyncAuto, mirror.InitialSyncWatchList, mirror.InitialSyncList)
 	}
 	cfg, name, err := s.restConfig()
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = s.qps, s.burst
 	cfg.UserAgent = "eventsd-mirror/" + buildinfo.Get().GitVersion
@@ -127,22 +158,77 @@ func newMirror(s sourceOptions, store storage.Interface, policy *retention.Polic
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, "", fmt.Errorf("the source's client: %w", err)
+		return nil, fmt.Errorf("the source's client (%s): %w", name, err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("the source's client (%s): %w", name, err)
+	}
+	return &source{cfg: cfg, name: name, events: cs.CoreV1().Events(""), http: hc}, nil
+}
+
+// notSelf is the mirror's CheckSource: it asks the source for one event,
+// as the mirror reads them, and refuses it when the answer (whatever its
+// status: a refusal of authentication too) carries this process's
+// instance id (server.InstanceHeader): the source is this eventsd, as when
+// a kubeconfig's current context is eventsd itself, and mirroring it
+// would read its own events back (and hang its readiness on itself).
+// A source answering with another eventsd's id is followed: an eventsd
+// that serves its own writes (a test bed, an edge eventsd recorders write
+// to) is a legitimate source, and one that mirrors a cluster is one too (a
+// longer-lived copy of a copy); only a ring of mirrors, which takes two
+// mistakes, would go round.
+func (src *source) notSelf(instanceID string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		u, _, err := rest.DefaultServerUrlFor(src.cfg)
+		if err != nil {
+			return err
+		}
+		u = u.JoinPath("api", "v1", "events")
+		u.RawQuery = "limit=1"
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return err
+		}
+		resp, err := src.http.Do(req)
+		if err != nil {
+			return fmt.Errorf("asking the source who it is: %w", err)
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if resp.Header.Get(server.InstanceHeader) == instanceID {
+			return fmt.Errorf("%w: the source, %s (%s), is this eventsd itself: it answered with this process's instance id. "+
+				"Mirroring it would read its own events back. Point --source-kubeconfig (or --source-context) at the cluster's kube-apiserver, "+
+				"not at eventsd", mirror.ErrRefused, src.name, src.cfg.Host)
+		}
+		return nil
+	}
+}
+
+// newMirror builds the mirror of src into store, its writes given their
+// TTL by policy (eventsd's --event-ttl and retention rules, not the
+// source's), refusing the source if it is this process (instanceID).
+func newMirror(src *source, s sourceOptions, store storage.Interface, policy *retention.Policy, reg prometheus.Registerer, log *slog.Logger, instanceID string) (*mirror.Mirror, error) {
+	ms, ok := store.(mirror.Store)
+	if !ok {
+		return nil, errors.New("the storage backend cannot keep the mirror's cursor")
 	}
 	m, err := mirror.New(mirror.Options{
-		Source:      cs.CoreV1().Events(""),
-		Store:       ms,
-		SourceName:  name,
-		TTL:         func(ev *corev1.Event) time.Duration { ttl, _ := policy.TTL(ev); return ttl },
-		Deletions:   mirror.DeletionPolicy(s.deletions),
-		InitialSync: mirror.InitialSync(s.initialSync),
-		SourceTTL:   s.eventTTL,
-		Registerer:  reg,
-		Logger:      log,
+		Source:              src.events,
+		Store:               ms,
+		SourceName:          src.name,
+		SourceID:            src.cfg.Host,
+		AllowExistingEvents: s.allowExisting,
+		CheckSource:         src.notSelf(instanceID),
+		TTL:                 func(ev *corev1.Event) time.Duration { ttl, _ := policy.TTL(ev); return ttl },
+		Deletions:           mirror.DeletionPolicy(s.deletions),
+		InitialSync:         mirror.InitialSync(s.initialSync),
+		SourceTTL:           s.eventTTL,
+		Registerer:          reg,
+		Logger:              log,
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("--source-*: %w", err)
+		return nil, fmt.Errorf("--source-*: %w", err)
 	}
-	log.Info("mirroring a cluster's events", "source", name, "server", cfg.Host, "deletions", s.deletions, "initialSync", s.initialSync)
-	return m, name, nil
+	return m, nil
 }

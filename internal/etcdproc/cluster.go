@@ -69,7 +69,8 @@ type member struct {
 // Start builds (or finds) the etcd binary and starts an n-member cluster
 // of etcd processes with their data under t.TempDir(), waiting until each
 // is healthy and a leader is elected. The test is skipped, saying why,
-// when the etcd server module is not in the module cache, and fails when
+// when the etcd server module is neither in the module cache nor
+// downloadable (ErrNoModule), and fails when
 // etcd cannot be built or started otherwise. Every member is killed when
 // the test ends; if it failed, the tails of their logs are printed.
 func Start(t testing.TB, n int) *Cluster {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -443,6 +445,33 @@ func getObject(snap *pebble.Snapshot, namespace, name string) (*corev1.Event, er
 // Close implements storage.Interface: it stops accepting writes, commits
 // those already accepted, ends watchers and closes the database.
 func (s *Store) Close() error {
+	return s.close("")
+}
+
+// CloseAndRemove closes the store, then removes dir, the data directory
+// or one of its parents, before releasing the directory's lock: for a
+// start that failed after opening a store in a directory it created.
+// Nothing of the store writes under dir any more once it is removed (the
+// key presence set Close saves for the next start is not saved: there is
+// none), and no other process can have opened the store in between.
+func (s *Store) CloseAndRemove(dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("pebblestore: %w", err)
+	}
+	data, err := filepath.Abs(s.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("pebblestore: %w", err)
+	}
+	if rel, err := filepath.Rel(abs, data); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("pebblestore: %s is neither the data directory %s nor one of its parents", dir, s.opts.Dir)
+	}
+	return s.close(abs)
+}
+
+// close closes the store; when remove is set, it removes that directory
+// instead of saving the key presence set, before the lock is released.
+func (s *Store) close(remove string) error {
 	s.closeOnce.Do(func() {
 		s.submitMu.Lock()
 		s.stopped = true
@@ -465,7 +494,7 @@ func (s *Store) Close() error {
 	if s.db != nil {
 		// The committer has stopped: its set and the published counts are
 		// those of revision s.rev, which the database holds.
-		if !s.commitFailed && !s.popts.ReadOnly && !s.health.isBroken() {
+		if remove == "" && !s.commitFailed && !s.popts.ReadOnly && !s.health.isBroken() {
 			if serr := savePresence(s.opts.FS, s.opts.Dir, s.presence, namespaces, s.rev); serr != nil {
 				s.log.Warn("pebblestore: could not save the key presence set; the next start rebuilds it", "err", serr)
 			}
@@ -473,6 +502,11 @@ func (s *Store) Close() error {
 		err = s.db.Close()
 	}
 	s.cache.Unref()
+	if remove != "" {
+		if rerr := s.opts.FS.RemoveAll(remove); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
 	if lerr := s.lock.Close(); err == nil {
 		err = lerr
 	}
