@@ -143,8 +143,8 @@ func TestParsePoliciesErrors(t *testing.T) {
 	}
 }
 
-// TestExamplePolicyMatchesReadme: the policy README.md shows is the
-// example file the end-to-end tests run against, and it loads.
+// TestExamplePolicyMatchesReadme: the policy docs/security.md shows is
+// the example file the end-to-end tests run against, and it loads.
 func TestExamplePolicyMatchesReadme(t *testing.T) {
 	policyLines := func(path string) []string {
 		t.Helper()
@@ -164,8 +164,8 @@ func TestExamplePolicyMatchesReadme(t *testing.T) {
 	if _, err := LoadPolicyFile(example); err != nil {
 		t.Fatal(err)
 	}
-	inFile, inReadme := policyLines(example), policyLines(filepath.Join("..", "README.md"))
-	if len(inFile) == 0 || strings.Join(inFile, "\n") != strings.Join(inReadme, "\n") {
-		t.Errorf("README.md's ABAC example differs from %s:\nREADME:\n%s\nfile:\n%s", example, strings.Join(inReadme, "\n"), strings.Join(inFile, "\n"))
+	inFile, inDocs := policyLines(example), policyLines(filepath.Join("..", "docs", "security.md"))
+	if len(inFile) == 0 || strings.Join(inFile, "\n") != strings.Join(inDocs, "\n") {
+		t.Errorf("docs/security.md's ABAC example differs from %s:\ndocs/security.md:\n%s\nfile:\n%s", example, strings.Join(inDocs, "\n"), strings.Join(inFile, "\n"))
 	}
 }

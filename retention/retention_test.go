@@ -138,21 +138,22 @@ func TestLoadFile(t *testing.T) {
 	}
 }
 
-// TestREADMEExample: the example in README.md loads, and chooses what it
-// says.
+// TestREADMEExample: the example in docs/keep-events-longer.md loads,
+// and chooses what it says.
 func TestREADMEExample(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "keep-events-longer.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const section, fence = "### Retention rules", "```yaml\n"
+	// The example is the file the page's heredoc writes.
+	const section, start, end = "### Retention rules", "<<'EOF'\n", "\nEOF\n"
 	_, rest, ok := strings.Cut(string(readme), section)
 	if ok {
-		_, rest, ok = strings.Cut(rest, fence)
+		_, rest, ok = strings.Cut(rest, start)
 	}
-	ex, _, closed := strings.Cut(rest, "```")
+	ex, _, closed := strings.Cut(rest, end)
 	if !ok || !closed {
-		t.Fatalf("README.md has no YAML example under %q", section)
+		t.Fatalf("docs/keep-events-longer.md has no YAML example under %q", section)
 	}
 	c, err := Decode([]byte(ex))
 	if err != nil {

@@ -79,21 +79,22 @@ func TestDemo(t *testing.T) {
 	var backOff bool
 	for !backOff {
 		if time.Now().After(deadline) {
-			t.Fatalf("the demo's BackOff event was not served within %v", storyTimeout)
+			t.Fatalf("the demo's story (its BackOff event, then its last, the scheduler's) was not served within %v", storyTimeout)
 		}
 		select {
 		case err := <-errc:
 			t.Fatalf("eventsd exited: %v", err)
 		case <-time.After(50 * time.Millisecond):
 		}
+		// The scheduler's events, through events.k8s.io/v1, are the
+		// story's last.
 		l, err := cs.CoreV1().Events(demo.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=BackOff,involvedObject.name=" + demo.CrashingPod})
-		backOff = err == nil && len(l.Items) == 1 && l.Items[0].Count >= 41
+		sched, serr := cs.EventsV1().Events(demo.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=Scheduled,regarding.name=" + demo.CrashingPod})
+		backOff = err == nil && serr == nil && len(l.Items) == 1 && l.Items[0].Count >= 41 && len(sched.Items) == 1
 	}
-	// The whole story is there: the scheduler's events too, through
-	// events.k8s.io/v1.
-	sched, err := cs.EventsV1().Events(demo.BatchNamespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
-	if err != nil || len(sched.Items) != 1 {
-		t.Fatalf("FailedScheduling in %s: %v, %v", demo.BatchNamespace, sched, err)
+	failed, err := cs.EventsV1().Events(demo.BatchNamespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedScheduling"})
+	if err != nil || len(failed.Items) != 1 || failed.Items[0].Series == nil {
+		t.Fatalf("FailedScheduling in %s: %v, %v", demo.BatchNamespace, failed, err)
 	}
 	if resp, err := http.Get("http://" + addr + "/ui/"); err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("the web page: %v %v", resp, err)
