@@ -159,7 +159,8 @@ func TestREADMEExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPolicy(c, time.Hour)
+	// The page runs it with --event-ttl 24h.
+	p, err := NewPolicy(c, 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +168,10 @@ func TestREADMEExample(t *testing.T) {
 		ev  *corev1.Event
 		ttl time.Duration
 	}{
-		{event("default", "Warning", "BackOff", "kubelet", ""), 7 * 24 * time.Hour},
-		{event("prod", "Warning", "BackOff", "kubelet", ""), 7 * 24 * time.Hour},
-		{event("prod", "Normal", "Started", "kubelet", ""), 24 * time.Hour},
-		{event("default", "Normal", "Started", "kubelet", ""), time.Hour},
+		{event("default", "Warning", "BackOff", "kubelet", ""), 30 * 24 * time.Hour},
+		{event("prod", "Warning", "BackOff", "kubelet", ""), 30 * 24 * time.Hour},
+		{event("prod", "Normal", "Started", "kubelet", ""), 7 * 24 * time.Hour},
+		{event("default", "Normal", "Started", "kubelet", ""), 24 * time.Hour},
 	} {
 		if ttl, _ := p.TTL(tc.ev); ttl != tc.ttl {
 			t.Errorf("%s %s: TTL %v, want %v", tc.ev.Namespace, tc.ev.Type, ttl, tc.ttl)
