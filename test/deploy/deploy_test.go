@@ -971,7 +971,7 @@ func TestDelegatedAuth(t *testing.T) {
 	} else {
 		t.Log("helm is not built: the chart's delegation is not run here (TestChart says how to build helm)")
 	}
-	kas := kubeapiserver.Start(t, kubeapiserver.Options{Users: []kubeapiserver.User{{Name: "reader"}, {Name: "nobody"}}})
+	kas := kubeapiserver.Start(t, kubeapiserver.Options{Users: []kubeapiserver.User{{Name: "reader"}, {Name: "nobody"}, {Name: notesUser}}})
 	kc := kas.Kubeconfig()
 	reader := `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -1090,7 +1090,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: reader}]
 			}
 			if v.name == "helm/defaults" {
 				checkGeneratedTLS(t, ev, files["ca.crt"], viewer, v.namespace)
-				runNotes(t, notes, kc, ev.Addr)
+				runNotes(t, notes, kas, v.namespace, ev.Addr)
 			}
 		})
 	}
@@ -1135,11 +1135,37 @@ func checkGeneratedTLS(t *testing.T, ev *eventsdtest.Process, ca []byte, token, 
 	}
 }
 
+// notesUser runs NOTES.txt's commands: a user who may get the TLS Secret
+// and create the viewer's tokens in the release's namespace, and nothing
+// else, so that only the viewer's token can list events (kubectl sends
+// the kubeconfig's credentials when --token is empty).
+const notesUser = "notes-user"
+
 // runNotes runs NOTES.txt's commands for reading events but its
-// port-forward, with eventsd at addr standing for the forwarded port:
-// they must list the events.
-func runNotes(t *testing.T, notes, kubeconfig, addr string) {
+// port-forward, as notesUser, with eventsd at addr standing for the
+// forwarded port: they must list the events.
+func runNotes(t *testing.T, notes string, kas *kubeapiserver.Cluster, ns, addr string) {
 	t.Helper()
+	role := fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: notes, namespace: %[1]s}
+rules:
+- {apiGroups: [""], resources: [secrets], resourceNames: [eventsd-tls], verbs: [get]}
+- {apiGroups: [""], resources: [serviceaccounts/token], resourceNames: [eventsd-viewer], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: notes, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: notes}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[2]s}]
+`, ns, notesUser)
+	if r := kubectl(t, strings.NewReader(role), kas.Kubeconfig(), "apply", "-f", "-"); r.Err != nil {
+		t.Fatalf("%v\n%s", r.Err, r.Stderr)
+	}
+	kubeconfig, err := kas.KubeconfigAs(notesUser)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var script []string
 	for _, l := range strings.Split(notes, "\n") {
 		l = strings.TrimSpace(l)

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -257,7 +258,7 @@ func TestInstallCommands(t *testing.T) {
 					t.Skipf("the page's commands need %s: %v", s.needs, err)
 				}
 			}
-			kas := kubeapiserver.Start(t, kubeapiserver.Options{})
+			kas := kubeapiserver.Start(t, kubeapiserver.Options{Users: []kubeapiserver.User{{Name: tokenUser}}})
 			cs, err := kubernetes.NewForConfig(kas.RESTConfig())
 			if err != nil {
 				t.Fatal(err)
@@ -270,10 +271,12 @@ func TestInstallCommands(t *testing.T) {
 			}
 			for _, st := range s.steps {
 				block := byFirst[st.first]
+				kubeconfig := kas.Kubeconfig()
 				if st.forwarded {
 					block = strings.ReplaceAll(block, "127.0.0.1:8080", forward(t, kas, cs))
+					kubeconfig = asTokenUser(t, kas, cs)
 				}
-				out := runBlock(t, dir, bin, kas.Kubeconfig(), block)
+				out := runBlock(t, dir, bin, kubeconfig, block)
 				if st.check != nil {
 					st.check(t, env{cs: cs, kubeconfig: kas.Kubeconfig(), dir: dir, out: out})
 				}
@@ -336,6 +339,35 @@ func forward(t *testing.T, kas *kubeapiserver.Cluster, cs kubernetes.Interface) 
 		t.Fatalf("an event written to eventsd as kube-apiserver's admin: %v", err)
 	}
 	return ev.Addr
+}
+
+// tokenUser runs the blocks that read eventsd: a user who may create the
+// viewer's tokens and nothing else, so that only the viewer's token can
+// list events (kubectl and evctl send the kubeconfig's credentials when
+// --token is empty).
+const tokenUser = "token-user"
+
+// asTokenUser lets tokenUser create eventsd-viewer's tokens in kubevents
+// and returns a kubeconfig as tokenUser.
+func asTokenUser(t *testing.T, kas *kubeapiserver.Cluster, cs kubernetes.Interface) string {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: tokenUser, Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, ResourceNames: []string{viewerSA}, Verbs: []string{"create"}}}}
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: tokenUser, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: tokenUser},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: tokenUser}}}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	kc, err := kas.KubeconfigAs(tokenUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
 }
 
 // checkViewer: the installed ServiceAccount eventsd-viewer may read
