@@ -18,8 +18,10 @@ const defaultRequestTimeout = "0"
 // connFlags are kubectl's connection flags.
 type connFlags struct {
 	kubeconfig, context, namespace, server, token string
-	insecure                                      bool
-	allNamespaces                                 bool
+	// caFile is --certificate-authority.
+	caFile        string
+	insecure      bool
+	allNamespaces bool
 	// apiGroup is --api-group.
 	apiGroup string
 	// timeout is --request-timeout as given: kubectl's syntax (a duration
@@ -34,6 +36,7 @@ func (c *connFlags) add(f *pflag.FlagSet) {
 	f.BoolVarP(&c.allNamespaces, "all-namespaces", "A", false, "Look in every namespace.")
 	f.StringVar(&c.server, "server", "", "The API server's URL, instead of the kubeconfig's.")
 	f.StringVar(&c.token, "token", "", "A bearer token for the API server.")
+	f.StringVar(&c.caFile, "certificate-authority", "", "A file with the CA certificates (PEM) to verify the server's certificate with, instead of the kubeconfig's.")
 	f.BoolVar(&c.insecure, "insecure-skip-tls-verify", false, "Do not verify the server's certificate.")
 	f.StringVar(&c.apiGroup, "api-group", groupAuto, "The API group to read events from: events.k8s.io, events.kubevents.io (eventsd's own, the one a cluster's kube-apiserver serves when eventsd is registered as an APIService), or auto: events.kubevents.io when the server is a kube-apiserver that serves it, else events.k8s.io.")
 	f.StringVar(&c.timeout, "request-timeout", defaultRequestTimeout,
@@ -71,6 +74,7 @@ func (c *connFlags) client() (*clients, error) {
 	} else if c.insecure {
 		overrides.ClusterInfo.InsecureSkipTLSVerify = true
 	}
+	overrides.ClusterInfo.CertificateAuthority = c.caFile
 	if c.token != "" {
 		overrides.AuthInfo.Token = c.token
 	}

@@ -562,6 +562,25 @@ func (c *Cluster) writeKubeconfig() (string, error) {
 	return path, nil
 }
 
+// KubeconfigAs writes a copy of the kubeconfig whose current context is
+// the token user's (one of Options.Users), for commands that must run as
+// that user without a --context flag, and returns its path.
+func (c *Cluster) KubeconfigAs(user string) (string, error) {
+	if _, ok := c.tokens[user]; !ok {
+		return "", fmt.Errorf("kubeapiserver: no token user %q", user)
+	}
+	cfg, err := clientcmd.LoadFromFile(c.kubeconfig)
+	if err != nil {
+		return "", fmt.Errorf("kubeapiserver: kubeconfig: %w", err)
+	}
+	cfg.CurrentContext = user
+	path := filepath.Join(c.dir, "kubeconfig-"+strings.NewReplacer(":", "_", "/", "_").Replace(user))
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return "", fmt.Errorf("kubeapiserver: kubeconfig: %w", err)
+	}
+	return path, nil
+}
+
 // WaitReady waits until kube-apiserver answers /readyz with 200 (every
 // post-start hook done: RBAC's bootstrap roles, priority and fairness),
 // failing when the process ends or ctx or the start timeout ends first.

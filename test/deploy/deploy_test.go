@@ -12,6 +12,9 @@ package deploy_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +22,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -44,6 +48,7 @@ import (
 	"github.com/kubevents/kubevents/internal/eventsdtest"
 	"github.com/kubevents/kubevents/internal/helmbin"
 	"github.com/kubevents/kubevents/internal/kubeapiserver"
+	"github.com/kubevents/kubevents/internal/podrun"
 	"github.com/kubevents/kubevents/retention"
 )
 
@@ -160,13 +165,19 @@ type variant struct {
 	serviceMonitor bool
 	// exports: the variant is expected to export (--export-config).
 	exports bool
+	// emptyDir: the variant is expected to keep its pebble store on an
+	// emptyDir rather than a claim.
+	emptyDir bool
+	// storageClass is the claim's expected storageClassName; empty:
+	// none set.
+	storageClass string
 }
 
 // kustomizeVariants renders the two bases alone, and overlays of them
 // with the components (the ServiceMonitor, HTTPS, TLS to etcd).
 func kustomizeVariants(t *testing.T) []variant {
 	t.Helper()
-	overlay := func(base string, components ...string) string {
+	overlay := func(base, extra string, components ...string) string {
 		dir := t.TempDir()
 		// kustomize takes only relative paths.
 		rel := func(p string) string {
@@ -181,29 +192,43 @@ func kustomizeVariants(t *testing.T) []variant {
 		for _, c := range components {
 			fmt.Fprintf(&b, "- %s\n", rel(filepath.Join(kustomizeDir, "components", c)))
 		}
+		b.WriteString(extra)
 		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return dir
 	}
 	var vs []variant
+	// The storage class patch components/ephemeral's comment shows.
+	const classPatch = `patches:
+- target: {kind: StatefulSet, name: eventsd}
+  patch: |-
+    - {op: add, path: /spec/volumeClaimTemplates/0/spec/storageClassName, value: fast-ssd}
+`
 	for _, v := range []struct {
-		name, dir   string
-		sm, exports bool
+		name, dir             string
+		sm, exports, emptyDir bool
+		storageClass          string
 	}{
-		{"kustomize/mirror", filepath.Join(kustomizeDir, "mirror"), false, false},
-		{"kustomize/replicas", filepath.Join(kustomizeDir, "replicas"), false, false},
-		{"kustomize/mirror+export+servicemonitor+tls", overlay("mirror", "export", "servicemonitor", "tls"), true, true},
-		{"kustomize/replicas+etcd-tls+export+servicemonitor+tls", overlay("replicas", "etcd-tls", "export", "servicemonitor", "tls"), true, true},
+		{"kustomize/mirror", filepath.Join(kustomizeDir, "mirror"), false, false, false, ""},
+		{"kustomize/replicas", filepath.Join(kustomizeDir, "replicas"), false, false, false, ""},
+		{"kustomize/mirror+export+servicemonitor+tls", overlay("mirror", "", "export", "servicemonitor", "tls"), true, true, false, ""},
+		{"kustomize/replicas+etcd-tls+export+servicemonitor+tls", overlay("replicas", "", "etcd-tls", "export", "servicemonitor", "tls"), true, true, false, ""},
+		{"kustomize/mirror+ephemeral", overlay("mirror", "", "ephemeral"), false, false, true, ""},
+		{"kustomize/mirror+storage-class", overlay("mirror", classPatch), false, false, false, "fast-ssd"},
 	} {
 		r := kubectl(t, nil, "", "kustomize", v.dir)
 		if r.Err != nil {
 			t.Fatalf("kubectl kustomize %s: %v\n%s", v.dir, r.Err, r.Stderr)
 		}
-		vs = append(vs, variant{name: v.name, namespace: "kubevents", manifests: []byte(r.Stdout), serviceMonitor: v.sm, exports: v.exports})
+		vs = append(vs, variant{name: v.name, namespace: "kubevents", manifests: []byte(r.Stdout), serviceMonitor: v.sm, exports: v.exports,
+			emptyDir: v.emptyDir, storageClass: v.storageClass})
 	}
 	return vs
 }
+
+// storageClassRE finds a values file's storage.persistence.storageClassName.
+var storageClassRE = regexp.MustCompile(`(?m)^    storageClassName: (\S+)$`)
 
 // helmNamespace is where the chart's renders are dry-run.
 const helmNamespace = "eventsd-chart"
@@ -222,9 +247,15 @@ func chartRenders(t *testing.T) []variant {
 		}
 		out := helm(t, args...)
 		b, _ := os.ReadFile(values)
+		var class string
+		if m := storageClassRE.FindSubmatch(b); m != nil {
+			class = string(m[1])
+		}
 		vs = append(vs, variant{name: name, namespace: helmNamespace, manifests: []byte(out),
 			serviceMonitor: bytes.Contains(b, []byte("serviceMonitor:\n  enabled: true")),
-			exports:        bytes.Contains(b, []byte("export:\n  sinks:\n    - "))})
+			exports:        bytes.Contains(b, []byte("export:\n  sinks:\n    - ")),
+			emptyDir:       bytes.Contains(b, []byte("persistence:\n    enabled: false")),
+			storageClass:   class})
 	}
 	return vs
 }
@@ -454,12 +485,24 @@ func checkVariant(t *testing.T, v variant) {
 			t.Errorf("a StatefulSet with --storage-backend=%s", backend)
 		}
 		dataDir, ok := flagValue(args, "data-dir")
-		if !ok || len(ss.Spec.VolumeClaimTemplates) != 1 {
-			t.Fatalf("pebble: --data-dir %q, %d volumeClaimTemplates", dataDir, len(ss.Spec.VolumeClaimTemplates))
-		}
-		claim := ss.Spec.VolumeClaimTemplates[0].Name
-		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == claim && m.MountPath == dataDir }) {
-			t.Errorf("the claim %s is not mounted at --data-dir %s: %v", claim, dataDir, c.VolumeMounts)
+		// An emptyDir at --data-dir instead of a claim: the set-ups for
+		// trying eventsd out without a StorageClass.
+		emptyDir := slices.ContainsFunc(pod.Spec.Volumes, func(vol corev1.Volume) bool {
+			return vol.EmptyDir != nil && slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == vol.Name && m.MountPath == dataDir })
+		})
+		switch {
+		case !ok || len(ss.Spec.VolumeClaimTemplates) != btoi(!emptyDir):
+			t.Fatalf("pebble: --data-dir %q, %d volumeClaimTemplates, emptyDir %v", dataDir, len(ss.Spec.VolumeClaimTemplates), emptyDir)
+		case emptyDir != v.emptyDir:
+			t.Errorf("pebble on an emptyDir: %v, want %v", emptyDir, v.emptyDir)
+		case !emptyDir:
+			claim := ss.Spec.VolumeClaimTemplates[0]
+			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == claim.Name && m.MountPath == dataDir }) {
+				t.Errorf("the claim %s is not mounted at --data-dir %s: %v", claim.Name, dataDir, c.VolumeMounts)
+			}
+			if got := claim.Spec.StorageClassName; (got == nil) != (v.storageClass == "") || (got != nil && *got != v.storageClass) {
+				t.Errorf("the claim's storageClassName %v, want %q (empty: unset, the cluster's default)", got, v.storageClass)
+			}
 		}
 		if pod.Spec.SecurityContext == nil || pod.Spec.SecurityContext.FSGroup == nil || *pod.Spec.SecurityContext.FSGroup != 65532 {
 			t.Errorf("pebble's volume needs fsGroup 65532 to be writable by the user: %+v", pod.Spec.SecurityContext)
@@ -605,14 +648,19 @@ func checkVariant(t *testing.T, v variant) {
 		}
 	}
 
-	// RBAC.
+	// RBAC: eventsd's, and with delegation the viewer's (checkViewer).
 	saName := pod.Spec.ServiceAccountName
-	if saName == "" || len(s.ofKind("ServiceAccount")) != 1 || s.ofKind("ServiceAccount")[0].GetName() != saName {
+	viewer := checkViewer(t, v, s, delegates)
+	sas := slices.DeleteFunc(s.ofKind("ServiceAccount"), func(o *unstructured.Unstructured) bool { return o.GetName() == viewer })
+	if saName == "" || len(sas) != 1 || sas[0].GetName() != saName {
 		t.Errorf("the pod's ServiceAccount %q is not the variant's one", saName)
 	}
 	bound := map[string]bool{}
 	for _, o := range s.ofKind("ClusterRoleBinding") {
 		b := typed[rbacv1.ClusterRoleBinding](t, o)
+		if b.Name == viewer {
+			continue
+		}
 		if len(b.Subjects) != 1 || b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != saName || b.Subjects[0].Namespace != v.namespace {
 			t.Errorf("ClusterRoleBinding %s binds %+v, want the ServiceAccount %s/%s alone", b.Name, b.Subjects, v.namespace, saName)
 		}
@@ -620,7 +668,7 @@ func checkVariant(t *testing.T, v variant) {
 	}
 	var roles []*unstructured.Unstructured
 	for _, r := range s.ofKind("ClusterRole") {
-		if aggregated && r.GetName() == eventsReaderRole {
+		if aggregated && r.GetName() == eventsReaderRole || r.GetName() == viewer {
 			continue
 		}
 		roles = append(roles, r)
@@ -643,7 +691,7 @@ func checkVariant(t *testing.T, v variant) {
 	if delegates != bound["system:auth-delegator"] {
 		t.Errorf("delegation %v, bound to system:auth-delegator %v", delegates, bound["system:auth-delegator"])
 	}
-	if len(bound) != len(s.ofKind("ClusterRoleBinding")) || len(bound) != btoi(mirrors)+btoi(delegates) {
+	if len(bound) != len(s.ofKind("ClusterRoleBinding"))-btoi(viewer != "") || len(bound) != btoi(mirrors)+btoi(delegates) {
 		t.Errorf("ClusterRoleBindings to %v with mirror %v and delegation %v", bound, mirrors, delegates)
 	}
 	if aggregated {
@@ -696,20 +744,133 @@ func checkVariant(t *testing.T, v variant) {
 		if scheme, _ := ep["scheme"].(string); tls != (scheme == "https") {
 			t.Errorf("the ServiceMonitor's scheme %q with TLS %v", scheme, tls)
 		}
+		// With the chart's generated certificate, Prometheus verifies it
+		// with the Secret's CA.
+		for _, o := range s.ofKind("Secret") {
+			name, _, _ := unstructured.NestedString(ep, "tlsConfig", "ca", "secret", "name")
+			server, _, _ := unstructured.NestedString(ep, "tlsConfig", "serverName")
+			if o.GetName() == "eventsd-tls" && (name != o.GetName() || server != "eventsd."+v.namespace+".svc") {
+				t.Errorf("the ServiceMonitor verifies eventsd with %q as %q, want the CA of the Secret %s", name, server, o.GetName())
+			}
+		}
 		if _, ok := ep["bearerTokenFile"]; delegates && !ok && ep["authorization"] == nil {
 			t.Errorf("/metrics needs a token with delegation, the ServiceMonitor sends none: %v", ep)
 		}
 	}
 
-	// Namespaces: each namespaced object in the variant's (or none, for
-	// kubectl -n and helm to set).
+	// Namespaces: each namespaced object in the variant's; helm's may
+	// have none, for helm to set, kustomize's must name it (kubectl
+	// apply -k would put an object without one in kubectl's default
+	// namespace, away from the pod that mounts it).
 	for _, o := range s.all {
 		if aggregated && o.GetKind() == "RoleBinding" && o.GetNamespace() == "kube-system" {
 			continue // checkAggregated's
 		}
-		if ns := o.GetNamespace(); ns != "" && ns != v.namespace {
+		ns := o.GetNamespace()
+		if ns == "" && !clusterScoped[o.GetKind()] && strings.HasPrefix(v.name, "kustomize/") {
+			t.Errorf("%s %s has no namespace, want %s", o.GetKind(), o.GetName(), v.namespace)
+		}
+		if ns != "" && ns != v.namespace {
 			t.Errorf("%s %s in namespace %s, want %s", o.GetKind(), o.GetName(), ns, v.namespace)
 		}
+	}
+	checkTLSSecret(t, v, s, pod)
+}
+
+// viewerRules are all the viewer's ServiceAccount may do.
+var viewerRules = []rbacv1.PolicyRule{{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}}}
+
+// checkViewer checks the viewer of a variant that delegates (and that
+// there is none otherwise): a ServiceAccount named like its ClusterRole
+// and ClusterRoleBinding, which bind it to reading events and nothing
+// else, with no token mounted anywhere (only kubectl create token makes
+// them). It returns the viewer's name, or "".
+func checkViewer(t *testing.T, v variant, s set, delegates bool) string {
+	t.Helper()
+	var name string
+	for _, o := range s.ofKind("ServiceAccount") {
+		if strings.HasSuffix(o.GetName(), "-viewer") {
+			name = o.GetName()
+			sa := typed[corev1.ServiceAccount](t, o)
+			if sa.AutomountServiceAccountToken == nil || *sa.AutomountServiceAccountToken {
+				t.Errorf("the viewer's ServiceAccount %s mounts its token", name)
+			}
+		}
+	}
+	if (name != "") != delegates {
+		t.Fatalf("the viewer ServiceAccount %q with delegation %v: want one exactly when eventsd checks tokens", name, delegates)
+	}
+	if name == "" {
+		return ""
+	}
+	var role *rbacv1.ClusterRole
+	var binding *rbacv1.ClusterRoleBinding
+	for _, o := range s.ofKind("ClusterRole") {
+		if o.GetName() == name {
+			role = typed[rbacv1.ClusterRole](t, o)
+		}
+	}
+	for _, o := range s.ofKind("ClusterRoleBinding") {
+		if o.GetName() == name {
+			binding = typed[rbacv1.ClusterRoleBinding](t, o)
+		}
+	}
+	if role == nil || fmt.Sprint(role.Rules) != fmt.Sprint(viewerRules) {
+		t.Errorf("the viewer's ClusterRole %s: %+v, want exactly %v", name, role, viewerRules)
+	}
+	if binding == nil || binding.RoleRef.Name != name || len(binding.Subjects) != 1 || binding.Subjects[0].Kind != "ServiceAccount" ||
+		binding.Subjects[0].Name != name || binding.Subjects[0].Namespace != v.namespace {
+		t.Errorf("the viewer's ClusterRoleBinding %s: %+v, want its ClusterRole for the ServiceAccount %s/%s alone", name, binding, v.namespace, name)
+	}
+	return name
+}
+
+// clusterScoped are the kinds deploy/ installs that have no namespace.
+var clusterScoped = map[string]bool{"Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true, "APIService": true}
+
+// checkTLSSecret checks the Secret a variant serves HTTPS with when the
+// variant holds it (the chart's generated one): a CA and a certificate it
+// signed for the Service's names, localhost and 127.0.0.1, and its key.
+func checkTLSSecret(t *testing.T, v variant, s set, pod corev1.PodTemplateSpec) {
+	t.Helper()
+	var secretName string
+	for _, vol := range pod.Spec.Volumes {
+		if vol.Name == "tls" && vol.Secret != nil {
+			secretName = vol.Secret.SecretName
+		}
+	}
+	for _, o := range s.ofKind("Secret") {
+		if o.GetName() != secretName {
+			continue
+		}
+		sec := typed[corev1.Secret](t, o)
+		if _, err := tls.X509KeyPair(sec.Data["tls.crt"], sec.Data["tls.key"]); err != nil || sec.Type != corev1.SecretTypeTLS {
+			t.Fatalf("Secret %s (%s): %v", secretName, sec.Type, err)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(sec.Data["ca.crt"]) {
+			t.Fatalf("Secret %s: ca.crt holds no certificate", secretName)
+		}
+		block, _ := pem.Decode(sec.Data["tls.crt"])
+		if block == nil {
+			t.Fatalf("Secret %s: tls.crt is not PEM", secretName)
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := "eventsd." + v.namespace
+		for _, name := range []string{"eventsd", svc, svc + ".svc", svc + ".svc.cluster.local", "localhost", "127.0.0.1", "::1"} {
+			if _, err := cert.Verify(x509.VerifyOptions{DNSName: name, Roots: roots}); err != nil {
+				t.Errorf("Secret %s's certificate for %s: %v", secretName, name, err)
+			}
+		}
+		return
+	}
+	// The chart's generated Secret is <fullname>-tls (the ci values name
+	// theirs otherwise).
+	if strings.HasPrefix(v.name, "helm/") && secretName == "eventsd-tls" {
+		t.Errorf("the chart serves HTTPS with %s, which it does not render", secretName)
 	}
 }
 
@@ -786,13 +947,18 @@ func btoi(b bool) int {
 }
 
 // TestDelegatedAuth runs what the manifests configure for authentication
-// and authorization: eventsd with the flags and the webhook kubeconfig of
-// the mirror base and of the chart's defaults (its server, CA and token
-// file pointed at a real kube-apiserver instead of the pod's), its
-// ServiceAccount bound as the manifests bind it (applied for real), and
-// checks that kube-apiserver's users get what its RBAC gives them: a
-// reader lists events, a user without a role gets 403, no token 401, and
-// a write is allowed only to whom RBAC allows it.
+// and authorization: eventsd with the flags, the webhook kubeconfigs and
+// the TLS certificate of the mirror base and of the chart's defaults
+// (podrun: the pod's server, CA and token pointed at a real kube-apiserver),
+// its ServiceAccounts and RBAC applied for real, and checks that
+// kube-apiserver's users get what its RBAC gives them: a reader lists
+// events, a user without a role gets 403, no token 401, and a write is
+// allowed only to whom RBAC allows it. The chart's defaults serve HTTPS
+// with the certificate the chart generates: clients verify it with the
+// Secret's ca.crt at 127.0.0.1 (a port-forward) and at the Service's
+// name, and NOTES.txt's commands (the port-forward aside) list events with
+// kubectl, verifying eventsd with that CA and authenticating with a token
+// of the viewer ServiceAccount the chart creates.
 func TestDelegatedAuth(t *testing.T) {
 	ctx := context.Background()
 	renders := []variant{kustomizeVariants(t)[0]}
@@ -805,11 +971,7 @@ func TestDelegatedAuth(t *testing.T) {
 	} else {
 		t.Log("helm is not built: the chart's delegation is not run here (TestChart says how to build helm)")
 	}
-	users := []kubeapiserver.User{{Name: "reader"}, {Name: "nobody"}}
-	for _, v := range renders {
-		users = append(users, kubeapiserver.User{Name: "system:serviceaccount:" + v.namespace + ":eventsd"})
-	}
-	kas := kubeapiserver.Start(t, kubeapiserver.Options{Users: users})
+	kas := kubeapiserver.Start(t, kubeapiserver.Options{Users: []kubeapiserver.User{{Name: "reader"}, {Name: "nobody"}, {Name: notesUser}}})
 	kc := kas.Kubeconfig()
 	reader := `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -825,26 +987,45 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: reader}]
 	if r := kubectl(t, strings.NewReader(reader), kc, "apply", "-f", "-"); r.Err != nil {
 		t.Fatalf("%v\n%s", r.Err, r.Stderr)
 	}
-	dir := t.TempDir()
-	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, kas.CA(), 0o600); err != nil {
-		t.Fatal(err)
+	// NOTES.txt as `helm install` prints it (a dry run needs a cluster).
+	var notes string
+	if len(renders) > 1 {
+		notes = helm(t, "install", "eventsd", chartDir, "--namespace", helmNamespace, "--dry-run=client", "--kubeconfig", kc)
+		_, notes, _ = strings.Cut(notes, "NOTES:\n")
 	}
 
 	for _, v := range renders {
 		t.Run(v.name, func(t *testing.T) {
 			s := set{all: objects(t, v.manifests)}
-			// The delegation's binding, for real.
-			for _, o := range s.ofKind("ClusterRoleBinding") {
-				if ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name"); ref != "system:auth-delegator" {
-					continue
+			if err := kas.EnsureNamespace(ctx, v.namespace); err != nil {
+				t.Fatal(err)
+			}
+			// The ServiceAccounts, the RBAC and the Secrets, for real.
+			files := map[string][]byte{}
+			for _, o := range s.all {
+				switch o.GetKind() {
+				case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Secret":
+					if o.GetNamespace() == "" && o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" {
+						o.SetNamespace(v.namespace)
+					}
+					b, err := o.MarshalJSON()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r := kubectl(t, bytes.NewReader(b), kc, "apply", "-f", "-"); r.Err != nil {
+						t.Fatalf("%v\n%s", r.Err, r.Stderr)
+					}
+				case "ConfigMap":
+					data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+					for k, d := range data {
+						files[k] = []byte(d)
+					}
 				}
-				b, err := o.MarshalJSON()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if r := kubectl(t, bytes.NewReader(b), kc, "apply", "-f", "-"); r.Err != nil {
-					t.Fatalf("%v\n%s", r.Err, r.Stderr)
+				if o.GetKind() == "Secret" {
+					sec := typed[corev1.Secret](t, o)
+					for k, d := range sec.Data {
+						files[k] = d
+					}
 				}
 			}
 			var pod corev1.PodTemplateSpec
@@ -852,47 +1033,13 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: reader}]
 				tmpl, _, _ := unstructured.NestedMap(o.Object, "spec", "template")
 				pod = *typed[corev1.PodTemplateSpec](t, &unstructured.Unstructured{Object: tmpl})
 			}
-			// The pod's view of its cluster, pointed at this one.
-			const podCA, podToken, podServer = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt", "/var/run/secrets/kubernetes.io/serviceaccount/token", "https://kubernetes.default.svc:443/"
-			saToken := filepath.Join(t.TempDir(), "token")
-			if err := os.WriteFile(saToken, []byte(kas.Token("system:serviceaccount:"+v.namespace+":eventsd")), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			configMaps := map[string]string{}
-			for _, cm := range s.ofKind("ConfigMap") {
-				data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-				for k, d := range data {
-					configMaps[k] = d
+			for _, f := range []string{"authentication-token-webhook-config-file", "authorization-webhook-config-file", "authorization-mode"} {
+				if _, ok := flagValue(pod.Spec.Containers[0].Args, f); !ok {
+					t.Fatalf("no --%s: %v", f, pod.Spec.Containers[0].Args)
 				}
 			}
-			var args []string
-			for _, a := range pod.Spec.Containers[0].Args {
-				name, value, _ := strings.Cut(a, "=")
-				switch name {
-				case "--authentication-token-webhook-config-file", "--authorization-webhook-config-file":
-					kubeconfig, ok := configMaps[path.Base(value)]
-					for _, s := range []string{podCA, podToken, podServer} {
-						if !ok || !strings.Contains(kubeconfig, s) {
-							t.Fatalf("%s: the webhook kubeconfig does not name %s:\n%s", a, s, kubeconfig)
-						}
-					}
-					kubeconfig = strings.NewReplacer(podCA, caFile, podToken, saToken, podServer, kas.URL()+"/").Replace(kubeconfig)
-					file := filepath.Join(t.TempDir(), path.Base(value))
-					if err := os.WriteFile(file, []byte(kubeconfig), 0o600); err != nil {
-						t.Fatal(err)
-					}
-					args = append(args, name+"="+file)
-				case "--authorization-mode":
-					args = append(args, a)
-					if value != "Webhook" {
-						t.Fatalf("%s", a)
-					}
-				}
-			}
-			if len(args) != 3 {
-				t.Fatalf("the delegation's flags: %v", args)
-			}
-			ev := eventsdtest.Start(t, eventsdtest.Options{Args: args})
+			ev := podrun.Start(t, podrun.Pod{Args: pod.Spec.Containers[0].Args, Files: files},
+				podrun.Cluster{URL: kas.URL(), CA: kas.CA(), Token: createToken(t, kc, v.namespace, pod.Spec.ServiceAccountName)})
 
 			client := func(user string) *rest.Config {
 				c := ev.RESTConfig()
@@ -925,9 +1072,122 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: reader}]
 			if _, err := cs("").CoreV1().Events("default").List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
 				t.Errorf("a list without a token: %v, want 401", err)
 			}
-			if _, err := kubernetes.NewForConfigOrDie(&rest.Config{Host: ev.URL, BearerToken: "not-a-token"}).CoreV1().Events("").List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
+			bad := ev.RESTConfig()
+			bad.BearerToken = "not-a-token"
+			if _, err := kubernetes.NewForConfigOrDie(bad).CoreV1().Events("").List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
 				t.Errorf("a list with a token kube-apiserver does not know: %v, want 401", err)
 			}
+			// The viewer's token reads every namespace's events and
+			// writes nothing (kube-apiserver's SubjectAccessReview).
+			viewer := createToken(t, kc, v.namespace, "eventsd-viewer")
+			vc := ev.RESTConfig()
+			vc.BearerToken = viewer
+			if l, err := kubernetes.NewForConfigOrDie(vc).EventsV1().Events("").List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 1 {
+				t.Errorf("a list by eventsd-viewer: %v, %v; want the admin's event", err, l)
+			}
+			if err := kubernetes.NewForConfigOrDie(vc).CoreV1().Events("default").Delete(ctx, ev1.Name, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+				t.Errorf("a delete by eventsd-viewer: %v, want 403", err)
+			}
+			if v.name == "helm/defaults" {
+				checkGeneratedTLS(t, ev, files["ca.crt"], viewer, v.namespace)
+				runNotes(t, notes, kas, v.namespace, ev.Addr)
+			}
 		})
+	}
+}
+
+// createToken is a token of the ServiceAccount ns/name, as
+// `kubectl create token` makes it.
+func createToken(t *testing.T, kubeconfig, ns, name string) string {
+	t.Helper()
+	r := kubectl(t, nil, kubeconfig, "-n", ns, "create", "token", name)
+	if r.Err != nil {
+		t.Fatalf("kubectl create token %s: %v\n%s", name, r.Err, r.Stderr)
+	}
+	return strings.TrimSpace(r.Stdout)
+}
+
+// checkGeneratedTLS: eventsd serves HTTPS with the chart's generated
+// certificate, which clients verify with the Secret's ca.crt at 127.0.0.1
+// (kubectl port-forward), localhost and the Service's DNS name, and not
+// without it.
+func checkGeneratedTLS(t *testing.T, ev *eventsdtest.Process, ca []byte, token, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if !strings.HasPrefix(ev.URL, "https://") || len(ca) == 0 {
+		t.Fatalf("the chart's defaults serve %s with ca.crt %q, want HTTPS with the generated CA", ev.URL, ca)
+	}
+	_, port, _ := strings.Cut(ev.Addr, ":")
+	for _, c := range []struct{ host, serverName string }{
+		{"https://127.0.0.1:" + port, ""},
+		{"https://localhost:" + port, ""},
+		{"https://127.0.0.1:" + port, "eventsd." + ns + ".svc"},
+		{"https://127.0.0.1:" + port, "eventsd." + ns + ".svc.cluster.local"},
+	} {
+		cfg := &rest.Config{Host: c.host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca, ServerName: c.serverName}}
+		if _, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Events("").List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("a list at %s (server name %q) verified with the Secret's ca.crt: %v", c.host, c.serverName, err)
+		}
+	}
+	cfg := &rest.Config{Host: ev.URL, BearerToken: token}
+	if _, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Events("").List(ctx, metav1.ListOptions{}); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("a list verified with the system roots: %v, want a certificate error", err)
+	}
+}
+
+// notesUser runs NOTES.txt's commands: a user who may get the TLS Secret
+// and create the viewer's tokens in the release's namespace, and nothing
+// else, so that only the viewer's token can list events (kubectl sends
+// the kubeconfig's credentials when --token is empty).
+const notesUser = "notes-user"
+
+// runNotes runs NOTES.txt's commands for reading events but its
+// port-forward, as notesUser, with eventsd at addr standing for the
+// forwarded port: they must list the events.
+func runNotes(t *testing.T, notes string, kas *kubeapiserver.Cluster, ns, addr string) {
+	t.Helper()
+	role := fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: notes, namespace: %[1]s}
+rules:
+- {apiGroups: [""], resources: [secrets], resourceNames: [eventsd-tls], verbs: [get]}
+- {apiGroups: [""], resources: [serviceaccounts/token], resourceNames: [eventsd-viewer], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: notes, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: notes}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[2]s}]
+`, ns, notesUser)
+	if r := kubectl(t, strings.NewReader(role), kas.Kubeconfig(), "apply", "-f", "-"); r.Err != nil {
+		t.Fatalf("%v\n%s", r.Err, r.Stderr)
+	}
+	kubeconfig, err := kas.KubeconfigAs(notesUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script []string
+	for _, l := range strings.Split(notes, "\n") {
+		l = strings.TrimSpace(l)
+		if !strings.HasPrefix(l, "kubectl ") || strings.Contains(l, " port-forward ") {
+			continue
+		}
+		script = append(script, strings.ReplaceAll(l, "127.0.0.1:8080", addr))
+	}
+	if len(script) != 2 || !strings.Contains(notes, "port-forward") {
+		t.Fatalf("NOTES.txt's commands: want the CA, a port-forward and a kubectl get events:\n%s", notes)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bin := t.TempDir()
+	if err := os.Symlink(eventsdtest.Kubectl(t), filepath.Join(bin, "kubectl")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+strings.Join(script, "\n"))
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "web-1") {
+		t.Errorf("NOTES.txt's commands:\n%s\n%v\n%s", strings.Join(script, "\n"), err, out)
 	}
 }

@@ -69,7 +69,17 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | 
 
 {{/* The URL scheme eventsd serves. */}}
 {{- define "eventsd.scheme" -}}
-{{- if .Values.tls.secretName -}}HTTPS{{- else -}}HTTP{{- end -}}
+{{- if .Values.tls.enabled -}}HTTPS{{- else -}}HTTP{{- end -}}
+{{- end -}}
+
+{{/* The Secret eventsd serves HTTPS with: tls.secretName, else the one the chart generates (tls-secret.yaml). */}}
+{{- define "eventsd.tlsSecretName" -}}
+{{- default (printf "%s-tls" (include "eventsd.fullname" .)) .Values.tls.secretName -}}
+{{- end -}}
+
+{{/* The read-only ServiceAccount for reading eventsd's events (values viewer.*). */}}
+{{- define "eventsd.viewerName" -}}
+{{- printf "%s-viewer" (include "eventsd.fullname" .) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{/* The pod template, the same for the StatefulSet and the Deployment. */}}
@@ -160,7 +170,7 @@ spec:
         - --authorization-mode=Webhook
         - --authorization-webhook-config-file=/etc/eventsd/subjectaccessreview-kubeconfig.yaml
         {{- end }}
-        {{- if .Values.tls.secretName }}
+        {{- if .Values.tls.enabled }}
         - --tls-cert-file=/etc/eventsd/tls/tls.crt
         - --tls-private-key-file=/etc/eventsd/tls/tls.key
         {{- end }}
@@ -221,7 +231,7 @@ spec:
           readOnly: true
         - name: tmp
           mountPath: /tmp
-        {{- if .Values.tls.secretName }}
+        {{- if .Values.tls.enabled }}
         - name: tls
           mountPath: /etc/eventsd/tls
           readOnly: true
@@ -246,16 +256,22 @@ spec:
     # --data-dir/etcd-index: kept across container restarts.
     - name: data
       emptyDir: {}
+    {{- else if not .Values.storage.persistence.enabled }}
+    # The store without a PersistentVolumeClaim (storage.persistence.enabled
+    # false): kept across container restarts, lost with the pod.
+    - name: data
+      emptyDir:
+        sizeLimit: {{ .Values.storage.persistence.size }}
     {{- end }}
     - name: config
       configMap:
         name: {{ include "eventsd.fullname" . }}
     - name: tmp
       emptyDir: {}
-    {{- with .Values.tls.secretName }}
+    {{- if .Values.tls.enabled }}
     - name: tls
       secret:
-        secretName: {{ . }}
+        secretName: {{ include "eventsd.tlsSecretName" . }}
         defaultMode: 0440
     {{- end }}
     {{- if and (eq $backend "etcd") .Values.storage.etcd.tlsSecretName }}
