@@ -116,7 +116,7 @@ func TestInstallCommands(t *testing.T) {
 		}},
 		{"kubectl mirror", []step{
 			{"kubectl apply -k deploy/kustomize/mirror", func(t *testing.T, cs kubernetes.Interface, _ string) {
-				if img := statefulSet(t, cs).Spec.Template.Spec.Containers[0].Image; img != "kubevents/eventsd:dev" {
+				if img := statefulSet(t, cs).Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/kubevents/eventsd:v0.1.0" {
 					t.Errorf("the base's StatefulSet runs %s", img)
 				}
 			}},
