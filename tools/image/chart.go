@@ -16,21 +16,30 @@ var chartDir = filepath.Join("deploy", "helm", "eventsd")
 // DefaultName is the image the chart in root installs by default: its
 // values' image.repository and, as the tag, its appVersion.
 func DefaultName(root string) (string, error) {
+	repo, tag, err := chartImage(root)
+	if err != nil {
+		return "", err
+	}
+	return repo + ":" + tag, nil
+}
+
+// chartImage is the chart's image.repository and appVersion.
+func chartImage(root string) (repo, tag string, err error) {
 	dir := filepath.Join(root, chartDir)
 	chart, err := os.ReadFile(filepath.Join(dir, "Chart.yaml"))
 	if err != nil {
-		return "", fmt.Errorf("the default image name: %w", err)
+		return "", "", fmt.Errorf("the chart's image: %w", err)
 	}
 	values, err := os.ReadFile(filepath.Join(dir, "values.yaml"))
 	if err != nil {
-		return "", fmt.Errorf("the default image name: %w", err)
+		return "", "", fmt.Errorf("the chart's image: %w", err)
 	}
-	tag := scalar(chart, "", "appVersion")
-	repo := scalar(values, "image", "repository")
+	tag = scalar(chart, "", "appVersion")
+	repo = scalar(values, "image", "repository")
 	if tag == "" || repo == "" {
-		return "", fmt.Errorf("the default image name: no appVersion in %s/Chart.yaml or no image.repository in its values.yaml: give --name", filepath.ToSlash(chartDir))
+		return "", "", fmt.Errorf("the chart's image: no appVersion in %s/Chart.yaml or no image.repository in its values.yaml: give --name", filepath.ToSlash(chartDir))
 	}
-	return repo + ":" + tag, nil
+	return repo, tag, nil
 }
 
 // scalar is the plain scalar value of key in a YAML document's top-level

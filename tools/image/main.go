@@ -97,6 +97,7 @@ func run(args []string, stdout io.Writer) error {
 	src := fset.String("source", "", "The repository root (default: found from this program's source).")
 	out := fset.String("output", filepath.Join("bin", "eventsd-image.tar"), "The OCI archive to write; a relative path is relative to the repository root.")
 	name := fset.String("name", "", "The image's name in the archive (default: the chart's image, <image.repository>:<appVersion> of deploy/helm/eventsd, as a plain helm install runs it).")
+	tag := fset.String("tag", "", "The image's tag, with the chart's image.repository (instead of --name).")
 	release := fset.String("release", "", "The release's version to stamp in the binaries (internal/buildinfo's release), as tools/release does.")
 	printName := fset.Bool("print-name", false, "Print the image's name and exit, building nothing.")
 	platforms := fset.String("platform", runtime.GOOS+"/"+runtime.GOARCH, "Comma-separated platforms (linux/amd64,linux/arm64); more than one makes a multi-platform image index.")
@@ -113,6 +114,16 @@ func run(args []string, stdout io.Writer) error {
 			return err
 		}
 		o.Source = root
+	}
+	if *tag != "" {
+		if o.Name != "" {
+			return errors.New("give --name or --tag, not both")
+		}
+		repo, _, err := chartImage(o.Source)
+		if err != nil {
+			return err
+		}
+		o.Name = repo + ":" + *tag
 	}
 	if *printName {
 		n := o.Name
