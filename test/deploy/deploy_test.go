@@ -58,22 +58,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// requireHelm returns helm, building it when it is not built yet and the
-// test binary has time left for a first build; otherwise the test is
-// skipped, saying how to build it once.
+// requireHelm returns helm (helmbin.ForTest).
 func requireHelm(t *testing.T) string {
 	t.Helper()
-	if !helmbin.Cached() {
-		if dl, ok := t.Deadline(); ok && time.Until(dl) < helmbin.FirstBuildTime {
-			t.Skipf("helm is not built yet, and a first build (up to %v on two cores) does not fit in the %v this test binary has left: build it once with `go run ./internal/helmbin/buildhelm` (.ci/run does), or give go test -timeout 30m",
-				helmbin.FirstBuildTime, time.Until(dl).Round(time.Second))
-		}
-	}
-	bin, err := helmbin.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return helmbin.ForTest(t)
 }
 
 // repo is the repository root.
