@@ -273,6 +273,17 @@ func (b *builder) packages() []string {
 // every platform (build constraints, imports), before minutes of builds:
 // go list, which reads the sources and compiles nothing.
 func (b *builder) resolve() error {
+	// go list does not refuse a pair the toolchain cannot build for.
+	dist, err := exec.Command("go", "tool", "dist", "list").Output()
+	if err != nil {
+		return fmt.Errorf("go tool dist list: %w", err)
+	}
+	known := strings.Fields(string(dist))
+	for _, p := range b.plats {
+		if !slices.Contains(known, p.String()) {
+			return fmt.Errorf("--platforms: the Go toolchain cannot build for %s (go tool dist list)", p)
+		}
+	}
 	for _, p := range b.plats {
 		args := append([]string{"list", "-e", "-deps", "-f", "{{with .Error}}{{.}}\n{{end}}{{range .DepsErrors}}{{.}}\n{{end}}"}, b.packages()...)
 		cmd := exec.Command("go", args...)
