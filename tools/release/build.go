@@ -297,7 +297,7 @@ func (b *builder) resolve() error {
 }
 
 // run prints a command and runs it in dir, unless dry-running; its output
-// goes to the log, its errors with the output in the error.
+// goes to the log, or with its failure into the error.
 func (b *builder) run(dir string, env []string, name string, args ...string) error {
 	fmt.Fprintf(b.o.Log, "+ %s %s\n", name, strings.Join(quote(args), " "))
 	if b.o.DryRun {
@@ -309,7 +309,10 @@ func (b *builder) run(dir string, env []string, name string, args ...string) err
 	if err != nil {
 		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(quote(args), " "), err, out)
 	}
-	return nil
+	// What the image's build says of it (its name and digest), helm's
+	// package and lint results.
+	_, err = b.o.Log.Write(out)
+	return err
 }
 
 // quote quotes the arguments a shell would split.
