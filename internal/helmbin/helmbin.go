@@ -9,6 +9,7 @@ package helmbin
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -176,4 +177,23 @@ func ForTest(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// Run runs helm (ForTest) with args, with caches and configuration in
+// the test's temporary directory (none of the user's), and returns its
+// stdout; it fails the test on an error, with helm's output.
+func Run(t testing.TB, args ...string) string {
+	t.Helper()
+	bin := ForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
 }

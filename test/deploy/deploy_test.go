@@ -79,20 +79,7 @@ var (
 // an error.
 func helm(t *testing.T, args ...string) string {
 	t.Helper()
-	bin := requireHelm(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// helm keeps caches and configuration under these; none of the
-	// user's.
-	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
-	}
-	return out.String()
+	return helmbin.Run(t, args...)
 }
 
 // chartVariants are the chart's values files: the defaults, and each of

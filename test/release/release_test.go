@@ -395,22 +395,11 @@ func checkDefaultImage(t *testing.T, root, want string) {
 	})
 }
 
-// helm runs helm (skipping the test when it is not built and cannot be
-// in the time left) with its own caches, and returns its stdout.
+// helm runs helm (helmbin.Run), skipping the test when it is not built
+// and cannot be in the time left.
 func helm(t *testing.T, args ...string) string {
 	t.Helper()
-	bin := helmbin.ForTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
-	}
-	return out.String()
+	return helmbin.Run(t, args...)
 }
 
 // eventsdImages are the images of the containers named eventsd in the
