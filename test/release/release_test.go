@@ -353,6 +353,22 @@ func TestDefaultImage(t *testing.T) {
 	checkDefaultImage(t, repo(), "")
 }
 
+// TestImageTag: tools/image's --tag names the image with the chart's
+// repository (what a release gives it), and refuses a --name beside it.
+func TestImageTag(t *testing.T) {
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(buildcache.GoTool(), append([]string{"run", "-C", filepath.Join(repo(), "tools", "image"), ".", "--print-name"}, args...)...)
+		b, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(b)), err
+	}
+	if out, err := run("--tag", "v1.2.3"); err != nil || out != "ghcr.io/kubevents/eventsd:v1.2.3" {
+		t.Errorf("tools/image --tag v1.2.3 names %q (%v), want ghcr.io/kubevents/eventsd:v1.2.3", out, err)
+	}
+	if out, err := run("--tag", "v1.2.3", "--name", "x/y:z"); err == nil || !strings.Contains(out, "give --name or --tag, not both") {
+		t.Errorf("tools/image --tag --name: %v, %s; want a refusal", err, out)
+	}
+}
+
 // checkDefaultImage checks that tools/image's default name for the tree
 // at root, the image of its kustomize bases and of its chart's default
 // render are one, want when given.
