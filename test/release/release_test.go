@@ -38,6 +38,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubevents/kubevents/internal/buildcache"
 	"github.com/kubevents/kubevents/internal/eventsdtest"
@@ -137,7 +138,7 @@ func TestBuild(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "dist")
 	build(out)
 
-	want := []string{"SHA256SUMS", archive}
+	want := []string{"SHA256SUMS", archive, "evctl.krew.yaml"}
 	if withChart {
 		want = append(want, "eventsd-0.0.1-test.1.tgz")
 	}
@@ -194,6 +195,8 @@ func TestBuild(t *testing.T) {
 		f.Close()
 	}
 
+	checkKrew(t, filepath.Join(out, "evctl.krew.yaml"), version, archive, fileHash(t, filepath.Join(out, archive)))
+
 	again := filepath.Join(t.TempDir(), "dist")
 	build(again)
 	if a, b := fileHash(t, filepath.Join(out, archive)), fileHash(t, filepath.Join(again, archive)); a != b {
@@ -220,6 +223,54 @@ func TestBuild(t *testing.T) {
 	})
 }
 
+// checkKrew checks evctl's krew manifest: the plugin evctl at the
+// version, for the host platform, from the archive on the GitHub release
+// with its checksum.
+func checkKrew(t *testing.T, path, version, archive, sum string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+		Spec struct {
+			Version          string `json:"version"`
+			Homepage         string `json:"homepage"`
+			ShortDescription string `json:"shortDescription"`
+			Description      string `json:"description"`
+			Platforms        []struct {
+				Selector struct {
+					MatchLabels map[string]string `json:"matchLabels"`
+				} `json:"selector"`
+				URI    string `json:"uri"`
+				SHA256 string `json:"sha256"`
+				Files  []struct {
+					From string `json:"from"`
+					To   string `json:"to"`
+				} `json:"files"`
+				Bin string `json:"bin"`
+			} `json:"platforms"`
+		} `json:"spec"`
+	}
+	if err := yaml.UnmarshalStrict(b, &m); err != nil {
+		t.Fatalf("evctl.krew.yaml: %v\n%s", err, b)
+	}
+	if m.APIVersion != "krew.googlecontainertools.github.com/v1alpha2" || m.Kind != "Plugin" || m.Metadata.Name != "evctl" || m.Spec.Version != version || len(m.Spec.Platforms) != 1 {
+		t.Fatalf("evctl.krew.yaml is not evctl's plugin at %s for one platform:\n%s", version, b)
+	}
+	p := m.Spec.Platforms[0]
+	if p.Selector.MatchLabels["os"] != runtime.GOOS || p.Selector.MatchLabels["arch"] != runtime.GOARCH ||
+		p.URI != "https://github.com/kubevents/kubevents/releases/download/"+version+"/"+archive || p.SHA256 != sum ||
+		p.Bin != "evctl" || len(p.Files) != 2 || p.Files[0].From != "evctl" {
+		t.Errorf("evctl.krew.yaml's platform is not the archive %s (sha256 %s) with evctl:\n%s", archive, sum, b)
+	}
+}
+
 // TestDryRun: the full release (every platform and command, the image,
 // the chart) resolves for every platform, and says what it would build,
 // writing nothing.
@@ -241,6 +292,7 @@ func TestDryRun(t *testing.T) {
 		"--platform linux/amd64,linux/arm64 --tag v1.2.3 --release v1.2.3",
 		"package " + filepath.Join(repo(), "deploy", "helm", "eventsd") + " --version 1.2.3 --app-version v1.2.3",
 		"lint --strict " + filepath.Join(out, "eventsd-1.2.3.tgz"),
+		"write " + filepath.Join(out, "evctl.krew.yaml"),
 	} {
 		if !strings.Contains(log, w) {
 			t.Errorf("the dry run does not say %q:\n%s", w, log)

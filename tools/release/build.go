@@ -39,6 +39,9 @@ type Options struct {
 	// Image and Chart choose whether the image is built and the chart
 	// packaged.
 	Image, Chart bool
+	// DownloadURL is where the release's files are downloaded from,
+	// followed by /<version>/<file>: the krew manifest's archives.
+	DownloadURL string
 	// Helm is the helm binary; empty: the one on PATH, else
 	// internal/helmbin's build.
 	Helm string
@@ -53,12 +56,13 @@ type Options struct {
 // DefaultOptions are a full release's options, without the version.
 func DefaultOptions() Options {
 	return Options{
-		Out:       "dist",
-		Platforms: []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"},
-		Commands:  []string{"eventsd", "evctl", "nodeagent", "fakecri"},
-		Image:     true,
-		Chart:     true,
-		Log:       io.Discard,
+		Out:         "dist",
+		Platforms:   []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"},
+		Commands:    []string{"eventsd", "evctl", "nodeagent", "fakecri"},
+		Image:       true,
+		Chart:       true,
+		DownloadURL: "https://github.com/kubevents/kubevents/releases/download",
+		Log:         io.Discard,
 	}
 }
 
@@ -207,6 +211,14 @@ func Build(o Options) error {
 	for _, p := range plats {
 		if err := b.binaries(p, filepath.Join(tmp, p.os+"_"+p.arch)); err != nil {
 			return err
+		}
+	}
+	if slices.Contains(o.Commands, "evctl") {
+		fmt.Fprintf(o.Log, "write %s\n", filepath.Join(o.Out, krewFile))
+		if !o.DryRun {
+			if err := writeKrewManifest(o.Out, o.DownloadURL, o.Version, plats); err != nil {
+				return fmt.Errorf("the krew manifest: %w", err)
+			}
 		}
 	}
 	if o.Image {

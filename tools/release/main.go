@@ -19,6 +19,8 @@
 //   - eventsd-<version without v>.tgz, the chart packaged with `helm
 //     package`, its version and appVersion the release's (the appVersion is
 //     the image tag it installs), and linted;
+//   - evctl.krew.yaml, evctl's krew plugin manifest (kubectl evctl) over
+//     the archives on the GitHub release (--download-url);
 //   - SHA256SUMS, the checksums of all of them, as sha256sum -c reads.
 //
 // Before the long builds it checks that every command resolves for every
@@ -63,6 +65,7 @@ func run(args []string, stdout io.Writer) error {
 	commands := fset.String("commands", strings.Join(o.Commands, ","), "Comma-separated commands (under cmd/) in each archive.")
 	fset.BoolVar(&o.Image, "image", o.Image, "Build the image (for the linux platforms).")
 	fset.BoolVar(&o.Chart, "chart", o.Chart, "Package and lint the chart.")
+	fset.StringVar(&o.DownloadURL, "download-url", o.DownloadURL, "Where the release's files are downloaded from, followed by /<version>/<file> (the krew manifest's archives).")
 	fset.StringVar(&o.Helm, "helm", "", "The helm binary (default: helm on PATH, else internal/helmbin's build, which a first time takes minutes).")
 	fset.BoolVar(&o.AllowDirty, "allow-dirty", false, "Build from a tree with uncommitted changes (its binaries say gitTreeState=dirty); for trying the build, never for a release.")
 	fset.BoolVar(&o.DryRun, "dry-run", false, "Check the version, the output directory and that every command resolves for every platform, print what the build would run, and build nothing.")
