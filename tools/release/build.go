@@ -176,6 +176,9 @@ func Build(o Options) error {
 	if err != nil {
 		return err
 	}
+	if o.Image && len(linux(plats)) == 0 {
+		return errors.New("--image: no linux platform in --platforms to build the image for (or give --image=false)")
+	}
 	if len(o.Commands) == 0 {
 		return errors.New("--commands: none given")
 	}
@@ -380,22 +383,25 @@ func (b *builder) binaries(p platform, dir string) error {
 // with the chart's repository and the version, its binaries stamped as
 // the archives'.
 func (b *builder) image() error {
-	var linux []string
-	for _, p := range b.plats {
-		if p.os == "linux" {
-			linux = append(linux, p.String())
-		}
-	}
-	if len(linux) == 0 {
-		return errors.New("--image: no linux platform in --platforms to build the image for (or give --image=false)")
-	}
-	fmt.Fprintf(b.o.Log, "# the image for %s\n", strings.Join(linux, ","))
+	plats := strings.Join(linux(b.plats), ",")
+	fmt.Fprintf(b.o.Log, "# the image for %s\n", plats)
 	env := append(os.Environ(), "SOURCE_DATE_EPOCH="+strconv.FormatInt(b.src.epoch.Unix(), 10))
 	return b.run(b.o.Source, env, "go", "run", "-C", filepath.Join(b.o.Source, "tools", "image"), ".",
 		"--source", b.o.Source,
-		"--platform", strings.Join(linux, ","),
+		"--platform", plats,
 		"--tag", b.o.Version, "--release", b.o.Version,
 		"--output", filepath.Join(b.o.Out, imageFile))
+}
+
+// linux are the linux platforms of plats, the image's.
+func linux(plats []platform) []string {
+	var l []string
+	for _, p := range plats {
+		if p.os == "linux" {
+			l = append(l, p.String())
+		}
+	}
+	return l
 }
 
 // imageFile is the image's archive in the output directory.
