@@ -7,7 +7,10 @@
 package buildcache
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -52,6 +55,28 @@ func ModuleDir(rel string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no %s/go.mod beside this package's source or above the working directory (run from a clone of the repository)", filepath.ToSlash(rel))
+}
+
+// ModuleKey identifies a build of the module in src (a tools/ module
+// pinning a tool): the Go toolchain and platform, extra (the build's
+// flags) and the content of files (go.mod and go.sum, which pin every
+// module), as 16 hex digits.
+func ModuleKey(src string, files []string, extra string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s %s/%s %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, extra)
+	for _, name := range files {
+		f, err := os.Open(filepath.Join(src, name))
+		if err != nil {
+			return "", fmt.Errorf("hashing the module in %s: %w", src, err)
+		}
+		fmt.Fprintf(h, "%s\n", name)
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return "", fmt.Errorf("hashing the module in %s: %w", src, err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
 // GoTool is the go command of the toolchain running the tests.

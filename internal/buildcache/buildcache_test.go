@@ -97,3 +97,43 @@ func TestCachedBuildConcurrent(t *testing.T) {
 		t.Errorf("cache holds %d files, want the one binary", len(entries))
 	}
 }
+
+// TestModuleKey: a module's key is the same for the same files and
+// flags, and changes with a file's content or the flags; a missing file
+// is an error naming the module.
+func TestModuleKey(t *testing.T) {
+	src := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module x\n")
+	write("go.sum", "a\n")
+	files := []string{"go.mod", "go.sum"}
+	key := func(extra string) string {
+		t.Helper()
+		k, err := ModuleKey(src, files, extra)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(k) != 16 {
+			t.Fatalf("key %q is not 16 hex digits", k)
+		}
+		return k
+	}
+	k1 := key("-s -w")
+	if k2 := key("-s -w"); k2 != k1 {
+		t.Errorf("the same module gave keys %s and %s", k1, k2)
+	}
+	if k := key("-s"); k == k1 {
+		t.Error("other flags gave the same key")
+	}
+	write("go.sum", "b\n")
+	if k := key("-s -w"); k == k1 {
+		t.Error("another go.sum gave the same key")
+	}
+	if _, err := ModuleKey(src, []string{"go.mod", "missing"}, ""); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v, want an error wrapping ErrNotExist", err)
+	}
+}

@@ -8,7 +8,12 @@
 //
 //	go build -ldflags "-X github.com/kubevents/kubevents/internal/buildinfo.gitCommit=$(git rev-parse HEAD)
 //	  -X github.com/kubevents/kubevents/internal/buildinfo.gitTreeState=clean
-//	  -X github.com/kubevents/kubevents/internal/buildinfo.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)" ./cmd/eventsd
+//	  -X github.com/kubevents/kubevents/internal/buildinfo.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+//	  -X github.com/kubevents/kubevents/internal/buildinfo.release=v0.1.0" ./cmd/eventsd
+//
+// A release build (tools/release) sets all four; release is the release's
+// version, which then takes the commit's place as the GitVersion's build
+// metadata (v1.32.0-kubevents+v0.1.0).
 package buildinfo
 
 import (
@@ -27,6 +32,7 @@ var (
 	gitCommit    string
 	gitTreeState string
 	buildDate    string
+	release      string
 )
 
 // The Kubernetes API level whose Events API eventsd implements: clients
@@ -47,12 +53,15 @@ const (
 // one set wins over the build's own.
 type Overrides struct {
 	GitCommit, GitTreeState, BuildDate string
+	// Release is the release's version (v0.1.0); empty for a build that
+	// is not a release.
+	Release string
 }
 
 // Get returns this binary's version.
 func Get() version.Info {
 	bi, _ := debug.ReadBuildInfo()
-	return FromBuild(bi, Overrides{GitCommit: gitCommit, GitTreeState: gitTreeState, BuildDate: buildDate})
+	return FromBuild(bi, Overrides{GitCommit: gitCommit, GitTreeState: gitTreeState, BuildDate: buildDate, Release: release})
 }
 
 // FromBuild makes the version of a build from its build information (nil
@@ -94,15 +103,29 @@ func FromBuild(bi *debug.BuildInfo, o Overrides) version.Info {
 		}
 	}
 	info.GitVersion = gitVersion(info.GitCommit, info.GitTreeState)
+	if o.Release != "" && validMetadata(o.Release) {
+		info.GitVersion = BaseVersion + "+" + o.Release
+	}
 	return info
+}
+
+// validMetadata reports whether s can be a semantic version's build
+// metadata: dot-separated, non-empty identifiers of [0-9A-Za-z-].
+func validMetadata(s string) bool {
+	for _, id := range strings.Split(s, ".") {
+		if id == "" || strings.IndexFunc(id, func(r rune) bool {
+			return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '-')
+		}) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // gitVersion is BaseVersion with the commit as build metadata, when known
 // and made of what semantic versions allow there.
 func gitVersion(commit, treeState string) string {
-	if commit == "" || strings.IndexFunc(commit, func(r rune) bool {
-		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) >= 0 {
+	if !validMetadata(commit) {
 		return BaseVersion
 	}
 	if len(commit) > 12 {

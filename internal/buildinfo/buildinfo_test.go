@@ -41,6 +41,9 @@ func TestFromBuild(t *testing.T) {
 			BaseVersion + "+fedcba987654", "fedcba9876543210", "clean", "2027-01-02T03:04:05Z", "go1.99.1"},
 		{"ldflags without VCS", nil, Overrides{GitCommit: "abc123", BuildDate: "2027-01-02T03:04:05Z"},
 			BaseVersion + "+abc123", "abc123", "", "2027-01-02T03:04:05Z", runtime.Version()},
+		{"a release", build("vcs.revision", commit, "vcs.modified", "false"), Overrides{GitCommit: commit, GitTreeState: "clean", BuildDate: "2027-01-02T03:04:05Z", Release: "v0.1.0-rc.1"},
+			BaseVersion + "+v0.1.0-rc.1", commit, "clean", "2027-01-02T03:04:05Z", "go1.99.1"},
+		{"a release semver cannot carry", nil, Overrides{GitCommit: "abc123", Release: "v0.1/x"}, BaseVersion + "+abc123", "abc123", "", "", runtime.Version()},
 		{"a commit semver cannot carry", nil, Overrides{GitCommit: "v1.2/x"}, BaseVersion, "v1.2/x", "", "", runtime.Version()},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,16 +9,14 @@ package helmbin
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/kubevents/kubevents/internal/buildcache"
@@ -129,21 +127,7 @@ func sourceDir() (string, error) {
 // cacheKey identifies a build: tools/helm's go.mod and go.sum (which pin
 // every module), the flags, the toolchain and the platform.
 func cacheKey(src string) (string, error) {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s %s/%s %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, ldflags(""))
-	for _, name := range moduleSources {
-		f, err := os.Open(filepath.Join(src, name))
-		if err != nil {
-			return "", fmt.Errorf("hashing the helm module: %w", err)
-		}
-		fmt.Fprintf(h, "%s\n", name)
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return "", fmt.Errorf("hashing the helm module: %w", err)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
+	return buildcache.ModuleKey(src, moduleSources, ldflags(""))
 }
 
 // FirstBuildTime is how much of a test binary's time a first build of
@@ -173,4 +157,43 @@ func Cached() bool {
 	}
 	fi, err := os.Stat(filepath.Join(buildcache.Root(), buildPrefix+key, "helm"))
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// ForTest returns helm for a test, building it when it is not built yet
+// and the test binary has time left for a first build (FirstBuildTime);
+// otherwise the test is skipped, saying how to build it once.
+func ForTest(t testing.TB) string {
+	t.Helper()
+	if !Cached() {
+		if dl, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+			if d, ok := dl.Deadline(); ok && time.Until(d) < FirstBuildTime {
+				t.Skipf("helm is not built yet, and a first build (up to %v on two cores) does not fit in the %v this test binary has left: build it once with `go run ./internal/helmbin/buildhelm` (.ci/run does), or give go test -timeout 30m",
+					FirstBuildTime, time.Until(d).Round(time.Second))
+			}
+		}
+	}
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// Run runs helm (ForTest) with args, with caches and configuration in
+// the test's temporary directory (none of the user's), and returns its
+// stdout; it fails the test on an error, with helm's output.
+func Run(t testing.TB, args ...string) string {
+	t.Helper()
+	bin := ForTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
+	}
+	return out.String()
 }

@@ -63,22 +63,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// requireHelm returns helm, building it when it is not built yet and the
-// test binary has time left for a first build; otherwise the test is
-// skipped, saying how to build it once.
+// requireHelm returns helm (helmbin.ForTest).
 func requireHelm(t *testing.T) string {
 	t.Helper()
-	if !helmbin.Cached() {
-		if dl, ok := t.Deadline(); ok && time.Until(dl) < helmbin.FirstBuildTime {
-			t.Skipf("helm is not built yet, and a first build (up to %v on two cores) does not fit in the %v this test binary has left: build it once with `go run ./internal/helmbin/buildhelm` (.ci/run does), or give go test -timeout 30m",
-				helmbin.FirstBuildTime, time.Until(dl).Round(time.Second))
-		}
-	}
-	bin, err := helmbin.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return helmbin.ForTest(t)
 }
 
 // repo is the repository root.
@@ -96,20 +84,7 @@ var (
 // an error.
 func helm(t *testing.T, args ...string) string {
 	t.Helper()
-	bin := requireHelm(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// helm keeps caches and configuration under these; none of the
-	// user's.
-	home := t.TempDir()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errb.String())
-	}
-	return out.String()
+	return helmbin.Run(t, args...)
 }
 
 // chartVariants are the chart's values files: the defaults, and each of

@@ -169,7 +169,7 @@ func TestInstallCommands(t *testing.T) {
 		}},
 		{"kubectl mirror", "openssl", append(append([]step{
 			{"kubectl apply -k deploy/kustomize/mirror", false, func(t *testing.T, e env) {
-				if img := statefulSet(t, e.cs).Spec.Template.Spec.Containers[0].Image; img != "kubevents/eventsd:dev" {
+				if img := statefulSet(t, e.cs).Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/kubevents/eventsd:v0.1.0" {
 					t.Errorf("the base's StatefulSet runs %s", img)
 				}
 			}},

@@ -7,6 +7,14 @@
 //
 //	go run -C tools/image .                # writes bin/eventsd-image.tar
 //	go run -C tools/image . --platform linux/amd64,linux/arm64 --output /tmp/eventsd.tar
+//	go run -C tools/image . --print-name   # the default name, and nothing built
+//
+// The image's default name is the one the chart and the kustomize bases
+// install: the chart's image.repository and appVersion
+// (ghcr.io/kubevents/eventsd:v0.1.0), read from deploy/helm/eventsd, so
+// that the image built here and imported on a node is the one a plain
+// `helm install` runs. A release (tools/release) names it, and stamps its
+// binaries, with the release's version (--name, --release).
 //
 // The build is reproducible: the same sources and Go toolchain give the
 // same image digest, byte for byte (-trimpath, no build id, every file
@@ -72,6 +80,9 @@ type Options struct {
 	// Platforms are os/arch[/variant] pairs; more than one makes an
 	// image index.
 	Platforms []string
+	// Release is the release's version stamped in the binaries
+	// (internal/buildinfo's release); empty for a build that is not one.
+	Release string
 }
 
 func main() {
@@ -85,7 +96,10 @@ func run(args []string, stdout io.Writer) error {
 	fset := flag.NewFlagSet("image", flag.ContinueOnError)
 	src := fset.String("source", "", "The repository root (default: found from this program's source).")
 	out := fset.String("output", filepath.Join("bin", "eventsd-image.tar"), "The OCI archive to write; a relative path is relative to the repository root.")
-	name := fset.String("name", "", "The image's name in the archive (default: kubevents/eventsd:<the commit's first 12 digits, with -dirty for a modified tree>, or kubevents/eventsd:dev outside git).")
+	name := fset.String("name", "", "The image's name in the archive (default: the chart's image, <image.repository>:<appVersion> of deploy/helm/eventsd, as a plain helm install runs it).")
+	tag := fset.String("tag", "", "The image's tag, with the chart's image.repository (instead of --name).")
+	release := fset.String("release", "", "The release's version to stamp in the binaries (internal/buildinfo's release), as tools/release does.")
+	printName := fset.Bool("print-name", false, "Print the image's name and exit, building nothing.")
 	platforms := fset.String("platform", runtime.GOOS+"/"+runtime.GOARCH, "Comma-separated platforms (linux/amd64,linux/arm64); more than one makes a multi-platform image index.")
 	if err := fset.Parse(args); err != nil {
 		return err
@@ -93,13 +107,34 @@ func run(args []string, stdout io.Writer) error {
 	if fset.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fset.Args())
 	}
-	o := Options{Source: *src, Output: *out, Name: *name, Platforms: strings.Split(*platforms, ",")}
+	o := Options{Source: *src, Output: *out, Name: *name, Platforms: strings.Split(*platforms, ","), Release: *release}
 	if o.Source == "" {
 		root, err := repoRoot()
 		if err != nil {
 			return err
 		}
 		o.Source = root
+	}
+	if *tag != "" {
+		if o.Name != "" {
+			return errors.New("give --name or --tag, not both")
+		}
+		repo, _, err := chartImage(o.Source)
+		if err != nil {
+			return err
+		}
+		o.Name = repo + ":" + *tag
+	}
+	if *printName {
+		n := o.Name
+		if n == "" {
+			var err error
+			if n, err = DefaultName(o.Source); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintln(stdout, n)
+		return nil
 	}
 	if !filepath.IsAbs(o.Output) {
 		o.Output = filepath.Join(o.Source, o.Output)
@@ -152,12 +187,8 @@ func Build(o Options) (Result, error) {
 		return Result{}, err
 	}
 	if o.Name == "" {
-		o.Name = "kubevents/eventsd:dev"
-		if s.commit != "" {
-			o.Name = "kubevents/eventsd:" + s.commit[:12]
-			if s.treeState == "dirty" {
-				o.Name += "-dirty"
-			}
+		if o.Name, err = DefaultName(o.Source); err != nil {
+			return Result{}, err
 		}
 	}
 	tmp, err := os.MkdirTemp("", "eventsd-image-")
@@ -177,7 +208,7 @@ func Build(o Options) (Result, error) {
 			return Result{}, fmt.Errorf("--platform %q: the image is for linux", p)
 		}
 		bins := filepath.Join(tmp, strings.ReplaceAll(plat.String(), "/", "-"))
-		if err := buildBinaries(o.Source, bins, *plat, s); err != nil {
+		if err := buildBinaries(o.Source, bins, *plat, s, o.Release); err != nil {
 			return Result{}, err
 		}
 		img, err := image(bins, *plat, s, o.Name)
@@ -269,8 +300,11 @@ func describe(root string) (source, error) {
 // buildBinaries builds the commands for plat into dir: static, without
 // paths of this machine, build id or symbol tables, stamped with the
 // commit.
-func buildBinaries(root, dir string, plat v1.Platform, s source) error {
+func buildBinaries(root, dir string, plat v1.Platform, s source, release string) error {
 	ldflags := []string{"-s", "-w", "-buildid="}
+	if release != "" {
+		ldflags = append(ldflags, "-X", buildinfoPkg+".release="+release)
+	}
 	if s.commit != "" {
 		ldflags = append(ldflags,
 			"-X", buildinfoPkg+".gitCommit="+s.commit,
