@@ -213,20 +213,10 @@ var linkRE = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 // inlineCodeRE matches an inline code span.
 var inlineCodeRE = regexp.MustCompile("`[^`\n]*`")
 
-// pendingPages are pages other branches of issue 29 write, which the
-// docs link to already; a link to one is accepted while it is missing.
-// Once one exists the test says to take it out of this list.
-var pendingPages = []string{"docs/install.md", "docs/releasing.md"}
-
 // TestRelativeLinks: every relative link of README.md and docs/ points at
 // a file or directory that exists, and its #anchor, if any, at a heading
 // of that file.
 func TestRelativeLinks(t *testing.T) {
-	for _, p := range pendingPages {
-		if _, err := os.Stat(filepath.Join(root(), filepath.FromSlash(p))); err == nil {
-			t.Errorf("%s exists now: take it out of pendingPages", p)
-		}
-	}
 	anchors := map[string][]string{}
 	all := pages(t)
 	for _, p := range all {
@@ -249,7 +239,7 @@ func TestRelativeLinks(t *testing.T) {
 					t.Errorf("%s: link %q leaves the repository", p.name, target)
 					continue
 				}
-				if _, err := os.Stat(filepath.Join(root(), filepath.FromSlash(dest))); err != nil && !(anchor == "" && slices.Contains(pendingPages, dest)) {
+				if _, err := os.Stat(filepath.Join(root(), filepath.FromSlash(dest))); err != nil {
 					t.Errorf("%s: link %q: %s does not exist", p.name, target, dest)
 					continue
 				}
