@@ -3,7 +3,6 @@ package demo_test
 import (
 	"context"
 	"log/slog"
-	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
@@ -13,11 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubevents/kubevents/demo"
 	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/server/servertest"
 	"github.com/kubevents/kubevents/storage/pebblestore"
 )
 
@@ -29,21 +28,7 @@ func serve(t *testing.T) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Store: store, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		srv.BeginShutdown()
-		hs.Close()
-		_ = srv.Drain(context.Background())
-		_ = store.Close()
-	})
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, cs := servertest.Serve(t, server.Config{Store: store, Logger: slog.New(slog.DiscardHandler)})
 	return cs
 }
 

@@ -1,17 +1,16 @@
 package server_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
-	"github.com/kubevents/kubevents/server"
-	"github.com/kubevents/kubevents/storage"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+
+	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/server/servertest"
+	"github.com/kubevents/kubevents/storage"
 )
 
 // serveStore serves store with a default server on loopback until the
@@ -19,22 +18,7 @@ import (
 // its URL and a client-go clientset for it.
 func serveStore(t *testing.T, store storage.Interface) (string, kubernetes.Interface) {
 	t.Helper()
-	srv, err := server.New(server.Config{Store: store, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		srv.BeginShutdown()
-		hs.Close()
-		_ = srv.Drain(context.Background())
-		_ = store.Close()
-	})
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hs.URL, cs
+	return servertest.Serve(t, server.Config{Store: store, Logger: slog.New(slog.DiscardHandler)})
 }
 
 // readyz is the status and body of url's /readyz.

@@ -1,11 +1,9 @@
 package ui_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -13,6 +11,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
 
 	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/server/servertest"
 	"github.com/kubevents/kubevents/storage/pebblestore"
 )
 
@@ -28,18 +27,8 @@ func serveUI(t *testing.T, on bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Config{Store: store, Logger: log, UI: on, Authenticator: bearertoken.New(tokens)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		srv.BeginShutdown()
-		hs.Close()
-		_ = srv.Drain(context.Background())
-		_ = store.Close()
-	})
-	return hs.URL
+	url, _ := servertest.Serve(t, server.Config{Store: store, Logger: log, UI: on, Authenticator: bearertoken.New(tokens)})
+	return url
 }
 
 func get(t *testing.T, method, url string) (*http.Response, string) {
