@@ -81,12 +81,15 @@ func transcripts(t *testing.T) []transcript {
 }
 
 // Parts of an output that change from run to run, each replaced by a
-// placeholder in both the expected and the actual output: times, ages
-// and the counts of series that go on while the demo runs.
+// placeholder in both the expected and the actual output: times, ages,
+// the counts of series that go on while the demo runs, and the time in
+// event names.
 var variable = []struct {
 	re   *regexp.Regexp
 	with string
 }{
+	// Event names end in the hex nanoseconds of their first time.
+	{regexp.MustCompile(`\.[0-9a-f]{16}\b`), ".<hex>"},
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`), "<time>"},
 	{regexp.MustCompile(`\b\d+[smhd](\d+[smh])?\b`), "<age>"},
 	{regexp.MustCompile(`\bx\d+\b`), "x<n>"},
@@ -137,11 +140,18 @@ func TestTranscripts(t *testing.T) {
 	kubectl := eventsdtest.Kubectl(t)
 	addr := startDemo(t, filepath.Join(bin, "eventsd"))
 
-	// HOME stays (go run needs its caches); KUBECONFIG names a file
-	// that does not exist, so that no user's context is read.
+	// HOME stays (go run needs its caches). KUBECONFIG is the one the
+	// pages have users make for the demo (docs/why-did-my-pod-restart.md):
+	// its server, namespace shop; commands that name --server use that
+	// instead.
+	kubeconfig := filepath.Join(t.TempDir(), "eventsd.kubeconfig")
+	kc := fmt.Sprintf(demoKubeconfig, addr)
+	if err := os.WriteFile(kubeconfig, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	env := append(os.Environ(),
 		"PATH="+bin+string(os.PathListSeparator)+filepath.Dir(kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KUBECONFIG="+filepath.Join(t.TempDir(), "config"), "NO_COLOR=1")
+		"KUBECONFIG="+kubeconfig, "NO_COLOR=1")
 	for _, tr := range trs {
 		for _, s := range tr.steps {
 			command := strings.ReplaceAll(s.command, docsAddr, addr)
@@ -165,6 +175,19 @@ func TestTranscripts(t *testing.T) {
 		}
 	}
 }
+
+// demoKubeconfig is what docs/why-did-my-pod-restart.md's kubectl config
+// commands write, for the demo's address.
+const demoKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: eventsd
+  cluster: {server: "http://%s"}
+contexts:
+- name: eventsd
+  context: {cluster: eventsd, namespace: shop}
+current-context: eventsd
+`
 
 // startDemo runs eventsd --demo on a free loopback port until the test
 // ends and returns its address once the story is written.
