@@ -635,6 +635,14 @@ func TestContainerdStress(t *testing.T) {
 	want := map[string]int{"Started": total, "Exited": total}
 	waitRecorded(t, a, want)
 	missed, discards := a.metric(t, "kubelet_pleg_missed_events_total"), a.metric(t, "kubelet_evented_pleg_stream_discards_total")
+	// The recorder writes asynchronously: on a loaded machine its queue
+	// of a few hundred creates can take longer than the 10 s a stopping
+	// agent gives its last writes (which it then drops, counted). What is
+	// checked here is that each one is written once, so the agent stops
+	// once its writes are stored, or after a minute.
+	for deadline := time.Now().Add(time.Minute); len(storedEvents(t, srv, "stress")) < 2*total && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	a.stop(t)
 	// Every container has a name of its own, so each start and exit is an
 	// Event of its own: as many as containers, each counted once.
