@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -58,18 +57,8 @@ func TestDemo(t *testing.T) {
 	t.Chdir(t.TempDir())
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := newCommand()
-	cmd.SetArgs([]string{"--listen", addr, "--log-level", "error", "--demo"})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- cmd.ExecuteContext(ctx) }()
+	addr, stop := startEventsd(t, "--demo")
+	ctx := context.Background()
 
 	cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://" + addr})
 	// Each of the story's writes is made durable in turn: on a loaded
@@ -81,11 +70,7 @@ func TestDemo(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the demo's story (its BackOff event, then its last, the scheduler's) was not served within %v", storyTimeout)
 		}
-		select {
-		case err := <-errc:
-			t.Fatalf("eventsd exited: %v", err)
-		case <-time.After(50 * time.Millisecond):
-		}
+		time.Sleep(50 * time.Millisecond)
 		// The scheduler's events, through events.k8s.io/v1, are the
 		// story's last.
 		l, err := cs.CoreV1().Events(demo.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=BackOff,involvedObject.name=" + demo.CrashingPod})
@@ -109,15 +94,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("TMPDIR holds %v, want the demo's store", entries)
 	}
 
-	cancel()
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatalf("eventsd exited with %v", err)
-		}
-	case <-time.After(readyTimeout):
-		t.Fatal("eventsd did not stop")
-	}
+	stop()
 	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
 		t.Errorf("the demo's store is left in TMPDIR after exit: %v", entries)
 	}

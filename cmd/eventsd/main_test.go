@@ -100,8 +100,17 @@ func TestEtcdBackend(t *testing.T) {
 }
 
 // runEventsd runs eventsd in-process on a free loopback port with args
-// until stop, which fails the test unless eventsd exits cleanly.
+// and a data directory of its own (args may name another: on etcd it
+// holds the on-disk index, which two processes cannot share) until stop,
+// which fails the test unless eventsd exits cleanly.
 func runEventsd(t *testing.T, args ...string) (addr string, stop func()) {
+	t.Helper()
+	return startEventsd(t, append([]string{"--data-dir", t.TempDir()}, args...)...)
+}
+
+// startEventsd is runEventsd without a data directory of its own: args
+// give it, or eventsd's default applies.
+func startEventsd(t *testing.T, args ...string) (addr string, stop func()) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -110,9 +119,7 @@ func runEventsd(t *testing.T, args ...string) (addr string, stop func()) {
 	addr = l.Addr().String()
 	l.Close()
 	cmd := newCommand()
-	// A data directory of its own (args may name another): on etcd it
-	// holds the on-disk index, which two processes cannot share.
-	cmd.SetArgs(append([]string{"--listen", addr, "--log-level", "error", "--data-dir", t.TempDir()}, args...))
+	cmd.SetArgs(append([]string{"--listen", addr, "--log-level", "error"}, args...))
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- cmd.ExecuteContext(ctx) }()
