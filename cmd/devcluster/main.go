@@ -9,6 +9,14 @@
 //
 //	go run ./cmd/devcluster --kubeconfig cluster.kubeconfig
 //	go run ./cmd/devcluster --build-only   # only build (and cache) kube-apiserver and etcd
+//
+// With --nodes it runs a whole single-node cluster instead
+// (internal/nodecluster): the control plane, kube-controller-manager,
+// kube-scheduler, containerd, a kubelet, kube-proxy and cluster DNS, the
+// node in a network namespace of its own. It needs root.
+//
+//	sudo go run ./cmd/devcluster --nodes --kubeconfig cluster.kubeconfig
+//	go run ./cmd/devcluster --nodes --build-only   # only build (and cache) every component
 package main
 
 import (
@@ -52,6 +60,7 @@ type options struct {
 	authorizationMode string
 	apiserverArgs     []string
 	buildOnly         bool
+	nodes             bool
 }
 
 func newCommand(out io.Writer) *cobra.Command {
@@ -79,7 +88,8 @@ user cache directory. Run it from a clone of the repository; Ctrl-C stops everyt
 	f.DurationVar(&o.compaction, "etcd-compaction-interval", 5*time.Minute, "kube-apiserver's --etcd-compaction-interval; 0 turns its compaction off.")
 	f.StringVar(&o.authorizationMode, "authorization-mode", kubeapiserver.DefaultAuthorizationMode, "kube-apiserver's --authorization-mode.")
 	f.StringArrayVar(&o.apiserverArgs, "apiserver-arg", nil, "A further kube-apiserver flag, as --name=value (repeatable).")
-	f.BoolVar(&o.buildOnly, "build-only", false, "Only build kube-apiserver and etcd into the user cache directory (the tests that run a real kube-apiserver use these builds), print where, and exit.")
+	f.BoolVar(&o.buildOnly, "build-only", false, "Only build kube-apiserver and etcd (with --nodes, every component) into the user cache directory (the tests that run a real kube-apiserver or cluster use these builds), print where, and exit.")
+	f.BoolVar(&o.nodes, "nodes", false, "Run a whole single-node cluster (controllers, scheduler, containerd, kubelet, kube-proxy, DNS; needs root) instead of the control plane for events; --port, --events-etcd, --etcd-compaction-interval and --authorization-mode do not apply.")
 	duration.HintFlags(f)
 	buildinfo.AddVersionFlag(cmd)
 	return cmd
@@ -138,6 +148,9 @@ func build(out io.Writer) error {
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
+	if o.nodes {
+		return runNodes(ctx, o, out)
+	}
 	if o.buildOnly {
 		return build(out)
 	}

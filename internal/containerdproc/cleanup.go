@@ -102,9 +102,9 @@ func rmdirRetry(d string) error {
 	return fmt.Errorf("rmdir %s: %w", d, err)
 }
 
-// unmountUnder unmounts everything mounted under dir, deepest first
+// UnmountUnder unmounts everything mounted under dir, deepest first
 // (overlay snapshots, sandbox shm, container rootfs).
-func unmountUnder(dir string) error {
+func UnmountUnder(dir string) error {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return fmt.Errorf("containerdproc: %w", err)
@@ -183,4 +183,29 @@ func killNamed(dir string) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// makeCgroups creates the cgroup dir in every hierarchy, so that a
+// kubelet can take it as its cgroupRoot (which must exist). In the v1
+// cpuset hierarchy a new cgroup has no CPUs or memory nodes until given
+// its parent's.
+func makeCgroups(dir string) error {
+	for _, root := range cgroupRoots() {
+		p := filepath.Join(root, dir)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("containerdproc: creating cgroup %s: %w", p, err)
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			parent, err := os.ReadFile(filepath.Join(filepath.Dir(p), f))
+			if err != nil {
+				continue // not the cpuset hierarchy
+			}
+			if cur, _ := os.ReadFile(filepath.Join(p, f)); len(bytes.TrimSpace(cur)) == 0 {
+				if err := os.WriteFile(filepath.Join(p, f), parent, 0o644); err != nil {
+					return fmt.Errorf("containerdproc: setting %s of %s: %w", f, p, err)
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -45,6 +45,22 @@ type Options struct {
 	// Logf, when set, gets a line for each start and stop (testing.T's
 	// Logf).
 	Logf func(format string, args ...any)
+	// NetNS, when set, is the path of a network namespace (/run/netns/X)
+	// containerd, its shims and the CNI plugins run in: that of a node
+	// (internal/nodecluster). Empty: the host's.
+	NetNS string
+	// CNI, when set, gives pods a network of their own through CNI
+	// plugins (a node's); nil: every pod uses the host's network.
+	CNI *CNI
+}
+
+// CNI is where containerd's CRI plugin finds the CNI plugins and their
+// network configuration.
+type CNI struct {
+	// BinDir holds the plugins (bridge, host-local, loopback, portmap).
+	BinDir string
+	// ConfDir holds the network configuration (a .conflist).
+	ConfDir string
 }
 
 // DefaultReadyTimeout is Options.ReadyTimeout's default.
@@ -124,7 +140,8 @@ func (o Options) withDefaults() Options {
 // state and sockets; the CRI plugin with overlayfs, runc under cgroupfs
 // with its state in the private directory, OOM score adjustments
 // restricted (no CAP_SYS_RESOURCE needed), the local image pinned as the
-// sandbox image; no CNI (every pod uses the host's network).
+// sandbox image, pods' network namespaces under the state directory; no
+// CNI (every pod uses the host's network) unless cniConfig is added.
 const config = `version = 3
 root = %[1]q
 state = %[2]q
@@ -143,6 +160,7 @@ state = %[2]q
 [plugins."io.containerd.cri.v1.runtime"]
   restrict_oom_score_adj = true
   enable_selinux = false
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
@@ -151,6 +169,14 @@ state = %[2]q
         BinaryName = %[6]q
         Root = %[7]q
         SystemdCgroup = false
+`
+
+// cniConfig is the CRI plugin's CNI section: the plugins' directory and
+// the network configuration's, one network.
+const cniConfig = `  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = [%[1]q]
+    conf_dir = %[2]q
+    max_conf_num = 1
 `
 
 // Start builds (or finds) containerd, checks that it can run, makes its
@@ -177,8 +203,14 @@ func Start(opts Options) (*Containerd, error) {
 	c := &Containerd{bin: *opts.Binaries, opts: opts, dir: dir, cgroup: "/kubevents-" + filepath.Base(dir)}
 	cfg := fmt.Sprintf(config, c.path("root"), c.path("state"), c.Socket(), c.path("ttrpc.sock"), Image,
 		opts.Runc, c.path("runc"))
+	if opts.CNI != nil {
+		cfg += fmt.Sprintf(cniConfig, opts.CNI.BinDir, opts.CNI.ConfDir)
+	}
 	if err := os.WriteFile(c.path("config.toml"), []byte(cfg), 0o600); err != nil {
 		return c, fmt.Errorf("containerdproc: %w", err)
+	}
+	if err := makeCgroups(c.cgroup); err != nil {
+		return c, err
 	}
 	if err := c.start(); err != nil {
 		return c, err
@@ -204,6 +236,10 @@ func (c *Containerd) Version() string { return c.bin.Version }
 // under (LinuxPodSandboxConfig.CgroupParent), so that Stop removes them.
 func (c *Containerd) CgroupParent(podUID string) string { return c.cgroup + "/pod" + podUID }
 
+// CgroupRoot is the cgroup, in every hierarchy, under which Stop removes
+// what is left: a kubelet's cgroupRoot on this containerd's node.
+func (c *Containerd) CgroupRoot() string { return c.cgroup }
+
 // ContainerRootfs is the root filesystem of a created container, as its
 // shim mounted it: reachable from the host while containerd is down.
 func (c *Containerd) ContainerRootfs(id string) string {
@@ -218,6 +254,10 @@ func (c *Containerd) Binaries() Binaries { return c.bin }
 
 func (c *Containerd) start() error {
 	cmd := exec.Command(c.bin.Containerd(), "--config", c.path("config.toml"), "--log-level", "info")
+	if c.opts.NetNS != "" {
+		// nsenter execs containerd: the process is containerd's.
+		cmd = exec.Command("nsenter", "--net="+c.opts.NetNS, "--", c.bin.Containerd(), "--config", c.path("config.toml"), "--log-level", "info")
+	}
 	// The shim is found on PATH.
 	cmd.Env = append(os.Environ(), "PATH="+c.bin.Dir+string(os.PathListSeparator)+os.Getenv("PATH"))
 	cmd.Stdout, cmd.Stderr = &c.logs, &c.logs
@@ -336,7 +376,7 @@ func (c *Containerd) Stop() error {
 	// private directory.
 	killNamed(c.dir)
 	killCgroupProcs(c.cgroup)
-	errs = append(errs, unmountUnder(c.dir), removeCgroups(c.cgroup))
+	errs = append(errs, UnmountUnder(c.dir), removeCgroups(c.cgroup))
 	if err := os.RemoveAll(c.dir); err != nil {
 		errs = append(errs, fmt.Errorf("containerdproc: removing %s: %w", c.dir, err))
 	}

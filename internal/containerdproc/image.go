@@ -120,14 +120,26 @@ func (c *Containerd) importImage() error {
 		return fmt.Errorf("containerdproc: %w", err)
 	}
 	defer os.Remove(tarPath)
+	out, err := c.ImportImage(tarPath)
+	if err != nil {
+		return err
+	}
+	if !bytes.Contains([]byte(out), []byte(Image)) {
+		return errors.New("containerdproc: ctr images import did not import " + Image + ":\n" + out)
+	}
+	return nil
+}
+
+// ImportImage imports the images of an archive (docker save's or an OCI
+// layout's tar, as tools/image writes eventsd's) into the CRI plugin's
+// namespace (k8s.io), unpacked for overlayfs, with ctr, and returns what
+// ctr printed.
+func (c *Containerd) ImportImage(tarPath string) (string, error) {
 	cmd := exec.Command(c.bin.Ctr(), "--address", c.Socket(), "--namespace", "k8s.io", "images", "import",
 		"--snapshotter", "overlayfs", "--local", tarPath)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("containerdproc: ctr images import: %w\n%s", err, out)
+		return string(out), fmt.Errorf("containerdproc: ctr images import %s: %w\n%s", tarPath, err, out)
 	}
-	if !bytes.Contains(out, []byte(Image)) {
-		return errors.New("containerdproc: ctr images import did not import " + Image + ":\n" + string(out))
-	}
-	return nil
+	return string(out), nil
 }

@@ -95,9 +95,10 @@ func version(goMod []byte) (string, error) {
 	return "", fmt.Errorf("no requirement of %s in %s/go.mod", kubernetesModule, filepath.ToSlash(moduleDir))
 }
 
-// ldflags set what /version reports, as Kubernetes' release builds do
+// LDFlags are the linker flags of a Kubernetes component built at
+// version: they set what /version reports, as Kubernetes' release builds do
 // (hack/lib/version.sh); -s -w leave out the symbol tables.
-func ldflags(version string) string {
+func LDFlags(version string) string {
 	major, rest, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
 	minor, _, _ := strings.Cut(rest, ".")
 	flags := []string{"-s", "-w"}
@@ -116,7 +117,7 @@ func ldflags(version string) string {
 // go.sum pin every module), the flags and the toolchain and platform.
 func cacheKey(src, version string) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s %s/%s\n%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, ldflags(version))
+	fmt.Fprintf(h, "%s %s/%s\n%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, LDFlags(version))
 	for _, name := range moduleSources {
 		f, err := os.Open(filepath.Join(src, name))
 		if err != nil {
@@ -204,7 +205,7 @@ func goBuild(src, version, out string) error {
 	if b, err := run("list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}", mainPackage); err != nil {
 		return fmt.Errorf("%w: the modules %s %s needs cannot be had (go list -deps in %s: %w):\n%s", ErrUnavailable, mainPackage, version, src, err, lastLines(b, 30))
 	}
-	if b, err := run("build", "-trimpath", "-ldflags", ldflags(version), "-o", out, mainPackage); err != nil {
+	if b, err := run("build", "-trimpath", "-ldflags", LDFlags(version), "-o", out, mainPackage); err != nil {
 		return fmt.Errorf("kubeapiserver: go build %s %s in %s: %w\n%s", mainPackage, version, src, err, lastLines(b, 60))
 	}
 	return nil

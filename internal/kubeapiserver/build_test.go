@@ -77,7 +77,7 @@ func TestVersionAndFlags(t *testing.T) {
 	if _, err := version([]byte("module x\n")); err == nil {
 		t.Error("a go.mod without k8s.io/kubernetes has a version")
 	}
-	flags := ldflags("v1.37.2")
+	flags := LDFlags("v1.37.2")
 	for _, want := range []string{
 		"-X k8s.io/component-base/version.gitVersion=v1.37.2",
 		"-X k8s.io/component-base/version.gitMinor=37",

@@ -134,9 +134,13 @@ type Options struct {
 	// Dir holds the data, certificates, kubeconfig and logs. Empty: a new
 	// temporary directory (Start: t.TempDir(); Launch: removed by Close).
 	Dir string
-	// Port is kube-apiserver's --secure-port on 127.0.0.1; 0 picks a free
-	// one.
+	// Port is kube-apiserver's --secure-port; 0 picks a free one.
 	Port int
+	// BindAddress is the IP kube-apiserver listens on, advertises (the
+	// kubernetes Service's endpoint) and has in its serving certificate;
+	// empty means 127.0.0.1. A cluster with nodes needs one that is not
+	// loopback (internal/nodecluster gives its side of a veth pair).
+	BindAddress string
 	// AuthorizationMode is --authorization-mode; empty means
 	// DefaultAuthorizationMode. "AlwaysAllow" lets every user do anything.
 	AuthorizationMode string
@@ -200,6 +204,7 @@ type Cluster struct {
 	etcd, eventsEtcd       *proc // eventsEtcd nil unless separate
 	etcdURL, eventsEtcdURL string
 	apiserver              *proc
+	components             []*proc // Run's, in start order
 }
 
 // Start launches kube-apiserver and etcd for the test (RequireBinaries
@@ -361,7 +366,15 @@ func Launch(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := os.MkdirAll(filepath.Join(c.dir, "logs"), 0o755); err != nil {
 		return nil, err
 	}
-	if c.pki, err = newPKI(filepath.Join(c.dir, "pki")); err != nil {
+	if opts.BindAddress == "" {
+		opts.BindAddress = "127.0.0.1"
+		c.opts.BindAddress = opts.BindAddress
+	}
+	bindIP := net.ParseIP(opts.BindAddress)
+	if bindIP == nil || bindIP.IsUnspecified() {
+		return nil, fmt.Errorf("kubeapiserver: Options.BindAddress %q is not one IP address", opts.BindAddress)
+	}
+	if c.pki, err = newPKI(filepath.Join(c.dir, "pki"), bindIP); err != nil {
 		return nil, fmt.Errorf("kubeapiserver: certificates: %w", err)
 	}
 	if opts.FrontProxy {
@@ -387,11 +400,11 @@ func Launch(ctx context.Context, opts Options) (*Cluster, error) {
 
 	port := opts.Port
 	if port == 0 {
-		if port, err = freePort(); err != nil {
+		if port, err = freePort(opts.BindAddress); err != nil {
 			return nil, err
 		}
 	}
-	c.url = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	c.url = "https://" + net.JoinHostPort(opts.BindAddress, strconv.Itoa(port))
 	tokenFile, err := c.writeTokens()
 	if err != nil {
 		return nil, err
@@ -418,8 +431,8 @@ func Launch(ctx context.Context, opts Options) (*Cluster, error) {
 // apiserverArgs are kube-apiserver's flags.
 func (c *Cluster) apiserverArgs(port int, tokenFile string) []string {
 	args := []string{
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + c.opts.BindAddress,
+		"--advertise-address=" + c.opts.BindAddress,
 		"--secure-port=" + strconv.Itoa(port),
 		"--cert-dir=" + filepath.Join(c.dir, "pki"),
 		"--tls-cert-file=" + c.pki.servingCert,
@@ -430,7 +443,7 @@ func (c *Cluster) apiserverArgs(port int, tokenFile string) []string {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + c.pki.saPublic,
 		"--service-account-signing-key-file=" + c.pki.saPrivate,
-		"--service-cluster-ip-range=10.96.0.0/16",
+		"--service-cluster-ip-range=" + ServiceClusterIPRange,
 		// No endpoints for the kubernetes service: there is no cluster
 		// network behind 127.0.0.1.
 		"--endpoint-reconciler-type=none",
@@ -633,7 +646,7 @@ func failedChecks(body string) string {
 	return strings.Join(out, "; ")
 }
 
-// URL is kube-apiserver's https URL on 127.0.0.1.
+// URL is kube-apiserver's https URL on Options.BindAddress.
 func (c *Cluster) URL() string { return c.url }
 
 // CA is the PEM of the CA that signed kube-apiserver's serving
@@ -777,10 +790,55 @@ func (c *Cluster) CompactEvents(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
+// CAFile is the file of the CA that signed kube-apiserver's serving
+// certificate (CA), for components' --root-ca-file.
+func (c *Cluster) CAFile() string { return filepath.Join(c.dir, "pki", "ca.crt") }
+
+// ServiceAccountKeyFile is the private key kube-apiserver signs
+// service-account tokens with, for kube-controller-manager's
+// --service-account-private-key-file.
+func (c *Cluster) ServiceAccountKeyFile() string { return c.pki.saPrivate }
+
+// Run starts another component of the cluster (kube-controller-manager,
+// a kubelet...): bin with args, its output in the logs directory as
+// name.log, included in LogTails. Close stops it (SIGTERM, then SIGKILL)
+// before kube-apiserver, the components in the reverse of their start
+// order.
+func (c *Cluster) Run(name, bin string, args []string) error {
+	p := &proc{name: name, bin: bin, args: args, logPath: filepath.Join(c.dir, "logs", name+".log")}
+	if err := p.start(); err != nil {
+		return fmt.Errorf("kubeapiserver: %w", err)
+	}
+	c.components = append(c.components, p)
+	return nil
+}
+
+// ComponentRunning reports whether the component Run started as name
+// runs.
+func (c *Cluster) ComponentRunning(name string) bool {
+	for _, p := range c.components {
+		if p.name == name {
+			return p.running()
+		}
+	}
+	return false
+}
+
+// StopComponents stops what Run started (SIGTERM, SIGKILL after 30 s),
+// last started first, and forgets them.
+func (c *Cluster) StopComponents() error {
+	var errs []error
+	for i := len(c.components) - 1; i >= 0; i-- {
+		errs = append(errs, c.components[i].stop())
+	}
+	c.components = nil
+	return errors.Join(errs...)
+}
+
 // LogTails is the last n lines of each process's log, for a failed test.
 func (c *Cluster) LogTails(n int) string {
 	var b strings.Builder
-	for _, p := range []*proc{c.etcd, c.eventsEtcd, c.apiserver} {
+	for _, p := range append([]*proc{c.etcd, c.eventsEtcd, c.apiserver}, c.components...) {
 		if p != nil {
 			fmt.Fprintf(&b, "--- %s log (last %d lines, %s):\n%s\n", p.name, n, p.logPath, p.tail(n))
 		}
@@ -791,7 +849,7 @@ func (c *Cluster) LogTails(n int) string {
 // Close kills kube-apiserver and etcd (SIGKILL: nothing of theirs is
 // needed after) and removes the directory if Launch made it.
 func (c *Cluster) Close() error {
-	var errs []error
+	errs := []error{c.StopComponents()}
 	for _, p := range []*proc{c.apiserver, c.eventsEtcd, c.etcd} {
 		if p != nil {
 			errs = append(errs, p.kill())
@@ -804,8 +862,11 @@ func (c *Cluster) Close() error {
 }
 
 // freeAddr is a loopback address with a port free now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freeAddr() (string, error) { return freeAddrOn("127.0.0.1") }
+
+// freeAddrOn is an address of ip with a port free now.
+func freeAddrOn(ip string) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return "", err
 	}
@@ -813,9 +874,9 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// freePort is a loopback port free now.
-func freePort() (int, error) {
-	addr, err := freeAddr()
+// freePort is a port of ip free now.
+func freePort(ip string) (int, error) {
+	addr, err := freeAddrOn(ip)
 	if err != nil {
 		return 0, err
 	}

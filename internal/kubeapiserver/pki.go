@@ -30,6 +30,14 @@ type pki struct {
 	frontProxyCA, proxyClientCert, proxyClientKey string
 }
 
+// ServiceClusterIPRange is kube-apiserver's --service-cluster-ip-range,
+// and KubernetesServiceIP the kubernetes Service's address in it (the
+// range's first), which its serving certificate names.
+const (
+	ServiceClusterIPRange = "10.96.0.0/16"
+	KubernetesServiceIP   = "10.96.0.1"
+)
+
 // FrontProxyClientName is the common name of the certificate
 // kube-apiserver's aggregator presents to aggregated API servers
 // (Options.FrontProxy), the one --requestheader-allowed-names allows.
@@ -40,10 +48,12 @@ const FrontProxyClientName = "front-proxy-client"
 const certValidity = 7 * 24 * time.Hour
 
 // newPKI writes a self-signed CA, a serving certificate it signs for
-// 127.0.0.1, ::1 and localhost, and a service-account key pair, into dir.
+// 127.0.0.1, ::1, localhost, the kubernetes Service's names and its
+// first address in the service range (10.96.0.1) and bind, and a
+// service-account key pair, into dir.
 // All keys are ECDSA P-256 (fast to make; kube-apiserver signs
 // service-account tokens with ES256).
-func newPKI(dir string) (*pki, error) {
+func newPKI(dir string, bind net.IP) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -53,8 +63,8 @@ func newPKI(dir string) (*pki, error) {
 	}
 	srv, err := ca.Issue(testpki.LeafOptions{
 		CommonName:   "kube-apiserver",
-		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback},
+		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.IPv6loopback, net.ParseIP(KubernetesServiceIP), bind},
 		ExtKeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	})
 	if err != nil {
