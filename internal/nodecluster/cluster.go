@@ -127,7 +127,9 @@ func Launch(ctx context.Context, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-func (c *Cluster) path(elem ...string) string { return filepath.Join(append([]string{c.dir}, elem...)...) }
+func (c *Cluster) path(elem ...string) string {
+	return filepath.Join(append([]string{c.dir}, elem...)...)
+}
 
 func (c *Cluster) start(ctx context.Context) error {
 	logf := c.opts.Logf
@@ -454,4 +456,6 @@ func (c *Cluster) removeLogLinks() error {
 }
 
 // startDNS is replaced by the cluster DNS server.
-func (c *Cluster) startDNS(ctx context.Context) (func() error, error) { return func() error { return nil }, nil }
+func (c *Cluster) startDNS(ctx context.Context) (func() error, error) {
+	return func() error { return nil }, nil
+}

@@ -30,7 +30,7 @@ const kubeletPort = 10250
 // nearly full disk of a test machine does not evict the test's pods.
 type kubeletConfig struct {
 	NodeIP, CgroupRoot, RuntimeEndpoint, ClusterDNS string
-	ResolvConf, PodLogsDir, VolumePluginDir       string
+	ResolvConf, PodLogsDir, VolumePluginDir         string
 }
 
 func (k kubeletConfig) String() string {
