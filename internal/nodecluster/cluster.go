@@ -26,7 +26,8 @@ import (
 const NodeName = "node-1"
 
 // Image is the image the node has without a pull, for test workloads:
-// busybox, with /bin/sh, sleep, true, false, cat, echo and kill.
+// busybox, with /bin/sh, sleep, true, false, cat, echo, kill, ls, env,
+// date, hostname, nc, nslookup and wget (with ssl_client, for https).
 const Image = containerdproc.Image
 
 // StorageClassName is the default StorageClass's name.
@@ -156,6 +157,9 @@ func (c *Cluster) start(ctx context.Context) error {
 			// (pods, routed to the node) rather than its address, which
 			// only the node's kube-proxy rules translate.
 			"--enable-aggregator-routing=true",
+			// Logs, exec and port-forward dial the node's address: its
+			// name resolves nowhere.
+			"--kubelet-preferred-address-types=InternalIP",
 		}, c.opts.APIServerArgs...),
 	})
 	if err != nil {
