@@ -29,6 +29,18 @@
 // SSL_CERT_FILE naming the CA's certificate, which Go programs on Linux
 // (helm is one) trust instead of the system's roots.
 //
+// In a test:
+//
+//	s, err := ociregistry.New(ociregistry.Options{NoProxy: []string{"172.31.0.0/16"}, Logf: t.Logf})
+//	...
+//	defer s.Close()
+//	_, err = s.AddChart("kubevents/charts/eventsd", tgz) // from helm package
+//	cmd := exec.Command("helm", "install", "eventsd", "oci://ghcr.io/kubevents/charts/eventsd", ...)
+//	cmd.Env = append(os.Environ(), s.Env()...)
+//
+// and afterwards s.Refused() lists whatever the command tried to reach
+// besides ghcr.io:443.
+//
 // It is for tests only: it keeps everything in memory and accepts no
 // pushes.
 package ociregistry
