@@ -27,7 +27,7 @@
 // README's lines) HTTPS_PROXY pointing at the proxy, NO_PROXY keeping
 // loopback and the caller's addresses (a cluster's API server) direct, and
 // SSL_CERT_FILE naming the CA's certificate, which Go programs on Linux
-// (helm is one) trust instead of the system's roots.
+// (helm is one) trust in place of the system's bundle file.
 //
 // In a test:
 //
