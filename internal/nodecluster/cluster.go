@@ -33,6 +33,11 @@ const Image = containerdproc.Image
 // StorageClassName is the default StorageClass's name.
 const StorageClassName = "local"
 
+// VolumeCapacity is each local volume's declared capacity: enough for any
+// claim of the chart (10Gi by default). A volume is a directory on this
+// machine's disk; nothing enforces the size.
+const VolumeCapacity = "20Gi"
+
 // DefaultStartTimeout is Options.StartTimeout's default.
 const DefaultStartTimeout = 4 * time.Minute
 
@@ -51,8 +56,8 @@ type Options struct {
 	Users []kubeapiserver.User
 	// APIServerArgs are more kube-apiserver flags.
 	APIServerArgs []string
-	// PersistentVolumes is how many local volumes of 1Gi the default
-	// StorageClass has (0: 4).
+	// PersistentVolumes is how many local volumes (of VolumeCapacity) the
+	// default StorageClass has (0: 4).
 	PersistentVolumes int
 	// StartTimeout bounds the start, until the node is Ready
 	// (DefaultStartTimeout).
@@ -330,7 +335,7 @@ func (c *Cluster) makeStorage(ctx context.Context) error {
 		pv := &corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: corev1.PersistentVolumeSpec{
-				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(VolumeCapacity)},
 				AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 				StorageClassName:              StorageClassName,

@@ -1,0 +1,346 @@
+// Package cluster runs the README's and docs/install.md's install
+// commands, as written, on a real single-node cluster on this machine
+// (internal/nodecluster: a kubelet, containerd, the controllers, the
+// scheduler, kube-proxy and DNS), and checks what a dry run cannot: the
+// pod scheduled on a claim, running under the restricted Pod Security
+// Standard, mirroring the events the real kubelet and controllers emit and
+// keeping them past the cluster's TTL, read with kubectl and evctl through
+// a port-forward over HTTPS, upgraded and uninstalled.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubevents/kubevents/internal/buildcache"
+	"github.com/kubevents/kubevents/internal/doctest"
+	"github.com/kubevents/kubevents/internal/eventsdtest"
+	"github.com/kubevents/kubevents/internal/helmbin"
+	"github.com/kubevents/kubevents/internal/nodecluster"
+	"github.com/kubevents/kubevents/internal/ociregistry"
+)
+
+// What the README installs, and where.
+const (
+	readme       = "README.md"
+	installTitle = "Install in a cluster"
+	installDoc   = "docs/install.md"
+	ns           = "kubevents"
+	chartRepo    = "kubevents/charts/eventsd"
+	// clusterTTL is the cluster's --event-ttl: short, so that the test
+	// sees kube-apiserver drop events that the mirror keeps.
+	clusterTTL = time.Minute
+)
+
+// shell is what the page's blocks run with: the tools on PATH, the
+// cluster's kubeconfig, helm's homes, ghcr.io stood in for.
+type shell struct {
+	dir string
+	env []string
+}
+
+func (s shell) run(t *testing.T, block string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	start := time.Now()
+	out, err := doctest.Run(ctx, doctest.Command{Block: block, Dir: s.dir, Env: s.env})
+	t.Logf("$ %s(%v)\n%s", block, time.Since(start).Round(time.Millisecond), out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestReadmeInstall runs the README's "Install in a cluster" blocks
+// verbatim, but for the port kubectl port-forward listens on (a free one
+// for 8080, which another test may hold), then docs/install.md's upgrade
+// and uninstall blocks.
+func TestReadmeInstall(t *testing.T) {
+	md, err := doctest.Read(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, err := doctest.Section(md, installTitle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := doctest.Blocks(section, "sh")
+	if len(blocks) != 2 || !strings.HasPrefix(blocks[0], "helm install eventsd oci://ghcr.io/") {
+		t.Fatalf("the README's %q has %d sh blocks, the first %q: want the helm install from ghcr.io and the reading of events", installTitle, len(blocks), blocks[0])
+	}
+	helm := helmbin.ForTest(t)
+	kubectl := eventsdtest.Kubectl(t)
+
+	c := nodecluster.StartTest(t, nodecluster.Options{EventTTL: clusterTTL})
+	ctx := context.Background()
+	cs := c.Client()
+
+	// The release's image on the node, as a release's pull would put it:
+	// tools/image names it as the chart installs it.
+	work := t.TempDir()
+	image := filepath.Join(work, "eventsd-image.tar")
+	goRun(t, "-C", "tools/image", ".", "--output", image)
+	if err := c.ImportImage(image); err != nil {
+		t.Fatal(err)
+	}
+	// The release's chart at ghcr.io, as the release publishes it.
+	chartDir := t.TempDir()
+	if out, err := exec.Command(helm, "package", filepath.Join(doctest.Root(), "deploy", "helm", "eventsd"), "--destination", chartDir).CombinedOutput(); err != nil {
+		t.Fatalf("helm package: %v\n%s", err, out)
+	}
+	tgzs, _ := filepath.Glob(filepath.Join(chartDir, "*.tgz"))
+	if len(tgzs) != 1 {
+		t.Fatalf("helm package wrote %v", tgzs)
+	}
+	// Everything else helm, kubectl and evctl reach is direct: the
+	// cluster's kube-apiserver, its pods, the port-forward on 127.0.0.1.
+	reg, err := ociregistry.New(ociregistry.Options{NoProxy: []string{c.HostIP(), c.PodCIDR()}, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if r := reg.Refused(); len(r) > 0 {
+			t.Errorf("the blocks tried to reach, through the proxy, %v", r)
+		}
+		reg.Close()
+	})
+	if _, err := reg.AddChart(chartRepo, tgzs[0]); err != nil {
+		t.Fatal(err)
+	}
+
+	home := t.TempDir()
+	bin := t.TempDir()
+	for name, target := range map[string]string{"helm": helm, "kubectl": kubectl, "evctl": buildEvctl(t)} {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh := shell{dir: work, env: append(append(os.Environ(),
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+c.Kubeconfig(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"),
+		// helm reads no registry credentials of the user's.
+		"DOCKER_CONFIG="+filepath.Join(home, "docker"),
+	), reg.Env()...)}
+
+	// A crashlooping workload, whose events the real kubelet writes.
+	crashloop(t, cs, "shop", "web")
+
+	// 1. helm install from ghcr.io.
+	sh.run(t, blocks[0])
+	ss, err := cs.AppsV1().StatefulSets(ns).Get(ctx, "eventsd", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the mirror's StatefulSet: %v", err)
+	}
+	if img := ss.Spec.Template.Spec.Containers[0].Image; img != "ghcr.io/kubevents/eventsd:v0.1.0" {
+		t.Errorf("the chart from ghcr.io runs %s", img)
+	}
+	waitPodReady(t, cs, ns, "eventsd-0")
+	restricted(t, c.RESTConfig(), cs)
+
+	// 2. The README's reading of events: kubectl with the viewer's token
+	// over HTTPS through a port-forward. Its output has the events the
+	// kubelet and the controllers wrote for web.
+	port := freePort(t)
+	read := strings.NewReplacer("svc/eventsd 8080", "svc/eventsd "+port+":8080", "127.0.0.1:8080", "127.0.0.1:"+port).Replace(blocks[1])
+	waitEvent(t, cs, "shop", "BackOff")
+	out := sh.run(t, read)
+	for _, want := range []string{"BackOff", "Scheduled", "SuccessfulCreate", "ScalingReplicaSet", "web-"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the README's kubectl get events -A through eventsd printed no %q", want)
+		}
+	}
+
+	// 3. Past the cluster's TTL: kube-apiserver dropped web's Scheduled
+	// event, eventsd keeps it.
+	deadline := time.Now().Add(clusterTTL + 3*time.Minute)
+	for hasEvent(t, cs, "shop", "Scheduled") {
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-apiserver kept web's Scheduled event for %v with --event-ttl=%v", clusterTTL+3*time.Minute, clusterTTL)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	evctlRead := strings.Replace(read[strings.Index(read, "kubectl --server"):], "kubectl --server", "evctl --server", 1)
+	evctlRead = strings.Replace(evctlRead, " get events -A", " get -n shop --reason Scheduled", 1)
+	if out := sh.run(t, evctlRead); !strings.Contains(out, "Scheduled") || !strings.Contains(out, "web-") {
+		t.Errorf("after kube-apiserver's TTL, eventsd (through evctl) has no Scheduled event of web's pod")
+	}
+}
+
+// crashloop creates namespace ns and a Deployment whose container exits
+// at once.
+func crashloop(t *testing.T, cs kubernetes.Interface, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "main", Image: nodecluster.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+					Command: []string{"/bin/sh", "-c", "echo starting; exit 1"},
+				}}},
+			},
+		},
+	}
+	if _, err := cs.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restricted enforces the restricted Pod Security Standard on the
+// namespace (kube-apiserver warns of pods that violate it), then deletes
+// the mirror's pod: its StatefulSet can only make it again if it passes.
+func restricted(t *testing.T, cfg *rest.Config, cs kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	var warnings warningRecorder
+	cfg.WarningHandler = &warnings
+	wcs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj, err := wcs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nsObj.Labels == nil {
+		nsObj.Labels = map[string]string{}
+	}
+	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := wcs.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) > 0 {
+		t.Errorf("enforcing the restricted standard on %s warned: %v", ns, warnings)
+	}
+	old, err := cs.CoreV1().Pods(ns).Get(ctx, "eventsd-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, "eventsd-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "eventsd-0 made again under the restricted standard", func() (bool, string) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "eventsd-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.UID != old.UID && podReady(p), fmt.Sprintf("%s %v", p.Status.Phase, p.Status.Conditions)
+	})
+}
+
+type warningRecorder []string
+
+func (w *warningRecorder) HandleWarningHeader(code int, agent, text string) {
+	*w = append(*w, text)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func waitPodReady(t *testing.T, cs kubernetes.Interface, ns, name string) {
+	t.Helper()
+	waitFor(t, 3*time.Minute, "pod "+ns+"/"+name+" Ready", func() (bool, string) {
+		p, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return podReady(p), fmt.Sprintf("%s %v", p.Status.Phase, p.Status.Conditions)
+	})
+}
+
+// hasEvent reports whether kube-apiserver has an event with reason in ns.
+func hasEvent(t *testing.T, cs kubernetes.Interface, ns, reason string) bool {
+	t.Helper()
+	list, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=" + reason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(list.Items) > 0
+}
+
+func waitEvent(t *testing.T, cs kubernetes.Interface, ns, reason string) {
+	t.Helper()
+	waitFor(t, 3*time.Minute, "a "+reason+" event in "+ns, func() (bool, string) {
+		return hasEvent(t, cs, ns, reason), "none yet"
+	})
+}
+
+// waitFor polls cond every 250 ms until it holds or timeout passes; the
+// cluster acts asynchronously.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %s", what, timeout, state)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// goRun runs `go run args...` at the repository's root.
+func goRun(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(buildcache.GoTool(), append([]string{"run"}, args...)...)
+	cmd.Dir = doctest.Root()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go run %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// buildEvctl builds cmd/evctl into the test's directory.
+func buildEvctl(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "evctl")
+	cmd := exec.Command(buildcache.GoTool(), "build", "-o", bin, "./cmd/evctl")
+	cmd.Dir = doctest.Root()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building evctl: %v\n%s", err, out)
+	}
+	return bin
+}
