@@ -390,9 +390,19 @@ func (r *resolver) resolveSRV(owner dnsmessage.Name, qtype dnsmessage.Type, ns, 
 		if !ok || !strings.EqualFold(string(p.protocol), proto) {
 			return nxdomain, nil
 		}
+		// One target per endpoint name, with all its addresses (an
+		// endpoint in an IPv4 and an IPv6 slice is one target).
+		var labels []string
+		addrs := map[string][]netip.Addr{}
 		for _, e := range eps {
-			target := e.label() + "." + svcName
-			if err := r.addSRV(&a, owner, qtype, target, p.port, []netip.Addr{e.addr}); err != nil {
+			l := e.label()
+			if _, ok := addrs[l]; !ok {
+				labels = append(labels, l)
+			}
+			addrs[l] = append(addrs[l], e.addr)
+		}
+		for _, l := range labels {
+			if err := r.addSRV(&a, owner, qtype, l+"."+svcName, p.port, addrs[l]); err != nil {
 				return answer{}, err
 			}
 		}
