@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kubevents/kubevents/internal/buildcache"
+	"github.com/kubevents/kubevents/internal/clusterdns"
 	"github.com/kubevents/kubevents/internal/containerdproc"
 	"github.com/kubevents/kubevents/internal/kubeapiserver"
 )
@@ -464,7 +466,39 @@ func (c *Cluster) removeLogLinks() error {
 	return errors.Join(errs...)
 }
 
-// startDNS is replaced by the cluster DNS server.
+// startDNS serves the cluster's DNS (internal/clusterdns: Services and
+// their endpoints under cluster.local) on the host's address, port 53, UDP
+// and TCP: the kubelet gives it to pods as their nameserver. It returns
+// once the server has read every Service, and how to stop it.
 func (c *Cluster) startDNS(ctx context.Context) (func() error, error) {
-	return func() error { return nil }, nil
+	addr := net.JoinHostPort(c.net.HostIP(), "53")
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("nodecluster: DNS: %w", err)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		pc.Close()
+		return nil, fmt.Errorf("nodecluster: DNS: %w", err)
+	}
+	srv, err := clusterdns.New(clusterdns.Config{Client: c.client, Domain: ClusterDomain, Logf: c.opts.Logf})
+	if err != nil {
+		pc.Close()
+		l.Close()
+		return nil, fmt.Errorf("nodecluster: DNS: %w", err)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, pc, l) }()
+	stop := func() error {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("nodecluster: DNS: %w", err)
+		}
+		return nil
+	}
+	if err := srv.WaitReady(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("nodecluster: DNS not ready: %w", err), stop())
+	}
+	return stop, nil
 }

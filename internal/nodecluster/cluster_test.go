@@ -89,14 +89,14 @@ func TestWorkloadEvents(t *testing.T) {
 	// namespace, the pod network) to kube-apiserver on the host, which
 	// tells a plain HTTP request that it serves HTTPS (busybox's TLS has
 	// none of Go's default cipher suites); its log read through the
-	// kubelet.
+	// kubelet. And the Service's name, through the cluster's DNS.
 	probe := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe"},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
 				Name: "main", Image: Image, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{"/bin/sh", "-c", `printf 'GET /version HTTP/1.0\r\n\r\n' | nc -w 10 "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT"`},
+				Command: []string{"/bin/sh", "-c", `nslookup kubernetes.default.svc.cluster.local; printf 'GET /version HTTP/1.0\r\n\r\n' | nc -w 10 "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT"`},
 			}},
 		},
 	}
@@ -147,6 +147,9 @@ func TestWorkloadEvents(t *testing.T) {
 	}
 	if !bytes.Contains(logs, []byte("Client sent an HTTP request to an HTTPS server")) {
 		t.Errorf("the probe reached no kube-apiserver through the kubernetes Service; its log:\n%s", logs)
+	}
+	if !bytes.Contains(logs, []byte("Address: 10.96.0.1")) {
+		t.Errorf("the probe's nslookup of kubernetes.default.svc.cluster.local did not answer the Service's address; its log:\n%s", logs)
 	}
 }
 

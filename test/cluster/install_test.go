@@ -177,8 +177,9 @@ func TestReadmeInstall(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	evctlRead := strings.Replace(read[strings.Index(read, "kubectl --server"):], "kubectl --server", "evctl --server", 1)
-	evctlRead = strings.Replace(evctlRead, " get events -A", " get -n shop --reason Scheduled", 1)
+	// The same block with evctl for kubectl, as the README says it takes
+	// the same flags.
+	evctlRead := strings.NewReplacer("kubectl --server", "evctl --server", " get events -A", " get -n shop --reason Scheduled").Replace(read)
 	if out := sh.run(t, evctlRead); !strings.Contains(out, "Scheduled") || !strings.Contains(out, "web-") {
 		t.Errorf("after kube-apiserver's TTL, eventsd (through evctl) has no Scheduled event of web's pod")
 	}
