@@ -183,6 +183,89 @@ func TestReadmeInstall(t *testing.T) {
 	if out := sh.run(t, evctlRead); !strings.Contains(out, "Scheduled") || !strings.Contains(out, "web-") {
 		t.Errorf("after kube-apiserver's TTL, eventsd (through evctl) has no Scheduled event of web's pod")
 	}
+
+	// 4. docs/install.md's upgrade to a new image (v0.2.0: the same
+	// build, tagged as a release's push would name it) and uninstall.
+	upgrade, uninstall := installBlock(t, "helm upgrade eventsd deploy/helm/eventsd"), installBlock(t, "helm uninstall eventsd")
+	if err := os.Symlink(filepath.Join(doctest.Root(), "deploy"), filepath.Join(work, "deploy")); err != nil {
+		t.Fatal(err)
+	}
+	ctr := exec.Command(c.Containerd().Binaries().Ctr(), "--address", c.Containerd().Socket(), "--namespace", "k8s.io",
+		"images", "tag", "ghcr.io/kubevents/eventsd:v0.1.0", "ghcr.io/kubevents/eventsd:v0.2.0")
+	if out, err := ctr.CombinedOutput(); err != nil {
+		t.Fatalf("ctr images tag: %v\n%s", err, out)
+	}
+	before, err := cs.CoreV1().Pods(ns).Get(ctx, "eventsd-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.run(t, upgrade)
+	waitFor(t, 3*time.Minute, "eventsd-0 replaced by v0.2.0's", func() (bool, string) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "eventsd-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.UID != before.UID && p.Spec.Containers[0].Image == "ghcr.io/kubevents/eventsd:v0.2.0" && podReady(p),
+			fmt.Sprintf("%s %s %v", p.Spec.Containers[0].Image, p.Status.Phase, p.Status.Conditions)
+	})
+	// The new pod has the old one's store (the claim): web's Scheduled
+	// event, which the cluster no longer has, is still there.
+	if out := sh.run(t, evctlRead); !strings.Contains(out, "web-") {
+		t.Errorf("after the upgrade, eventsd lost web's Scheduled event")
+	}
+
+	sh.run(t, uninstall)
+	waitFor(t, 3*time.Minute, "nothing of eventsd left in "+ns, func() (bool, string) {
+		left := leftovers(ctx, cs)
+		return len(left) == 0, strings.Join(left, ", ")
+	})
+}
+
+// installBlock is docs/install.md's sh block starting with first.
+func installBlock(t *testing.T, first string) string {
+	t.Helper()
+	md, err := doctest.Read(installDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range doctest.Blocks(md, "sh") {
+		if strings.HasPrefix(b, first) {
+			return b
+		}
+	}
+	t.Fatalf("%s has no sh block starting with %q", installDoc, first)
+	return ""
+}
+
+// leftovers are what the chart made that still exists: its objects in
+// the namespace, its cluster-wide RBAC, the claim.
+func leftovers(ctx context.Context, cs kubernetes.Interface) []string {
+	var left []string
+	sel := metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=eventsd"}
+	if l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
+		left = append(left, fmt.Sprintf("pods (%v)", err))
+	}
+	if l, err := cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
+		left = append(left, fmt.Sprintf("claims (%v)", err))
+	}
+	if l, err := cs.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
+		left = append(left, fmt.Sprintf("StatefulSets (%v)", err))
+	}
+	for _, name := range []string{"eventsd", "eventsd-viewer"} {
+		if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "ServiceAccount "+name)
+		}
+	}
+	if l, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
+		left = append(left, fmt.Sprintf("Secrets (%v)", err))
+	}
+	if l, err := cs.RbacV1().ClusterRoles().List(ctx, sel); err != nil || len(l.Items) > 0 {
+		left = append(left, fmt.Sprintf("ClusterRoles (%v)", err))
+	}
+	if l, err := cs.RbacV1().ClusterRoleBindings().List(ctx, sel); err != nil || len(l.Items) > 0 {
+		left = append(left, fmt.Sprintf("ClusterRoleBindings (%v)", err))
+	}
+	return left
 }
 
 // crashloop creates namespace ns and a Deployment whose container exits
