@@ -58,6 +58,12 @@ type Options struct {
 	Users []kubeapiserver.User
 	// APIServerArgs are more kube-apiserver flags.
 	APIServerArgs []string
+	// EventsEtcd keeps the cluster's events (both API groups) in an etcd
+	// of their own (kube-apiserver's --etcd-servers-overrides=/events#),
+	// serving plain HTTP on the host's address, which pods reach
+	// (EventsEtcdURL), as a cluster's events etcd that eventsd replicas
+	// share.
+	EventsEtcd bool
 	// PersistentVolumes is how many local volumes (of VolumeCapacity) the
 	// default StorageClass has (0: 4).
 	PersistentVolumes int
@@ -148,7 +154,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	logf("network namespace %s: host %s, node %s, pods %s", c.net.name, c.net.HostIP(), c.net.NodeIP(), c.net.PodCIDR())
 
 	users := append([]kubeapiserver.User{{Name: nodeUser, Groups: []string{"system:nodes"}}}, c.opts.Users...)
+	var eventsEtcd string
+	if c.opts.EventsEtcd {
+		if eventsEtcd, err = freeAddr(c.net.HostIP()); err != nil {
+			return err
+		}
+	}
 	c.apiserver, err = kubeapiserver.Launch(ctx, kubeapiserver.Options{
+		EventsEtcdAddress: eventsEtcd,
 		Dir:               c.path("control-plane"),
 		BindAddress:       c.net.HostIP(),
 		AuthorizationMode: "Node,RBAC",
@@ -383,6 +396,25 @@ func (c *Cluster) HostIP() string { return c.net.HostIP() }
 
 // PodCIDR is the pods' address range.
 func (c *Cluster) PodCIDR() string { return c.net.PodCIDR() }
+
+// EventsEtcdURL is the client URL of the events etcd (Options.EventsEtcd),
+// on the host's address; "" without one.
+func (c *Cluster) EventsEtcdURL() string {
+	if !c.opts.EventsEtcd {
+		return ""
+	}
+	return c.apiserver.EventsEtcdEndpoint()
+}
+
+// freeAddr is an address of ip with a TCP port free now.
+func freeAddr(ip string) (string, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return "", fmt.Errorf("nodecluster: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
 
 // NetNS is the path of the node's network namespace.
 func (c *Cluster) NetNS() string { return c.net.NetNSPath() }
