@@ -24,6 +24,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -35,6 +36,7 @@ import (
 	"github.com/kubevents/kubevents/internal/doctest"
 	"github.com/kubevents/kubevents/internal/eventsdtest"
 	"github.com/kubevents/kubevents/internal/helmbin"
+	"github.com/kubevents/kubevents/internal/kubeapiserver"
 	"github.com/kubevents/kubevents/internal/nodecluster"
 	"github.com/kubevents/kubevents/internal/ociregistry"
 )
@@ -91,7 +93,7 @@ func TestReadmeInstall(t *testing.T) {
 	helm := helmbin.ForTest(t)
 	kubectl := eventsdtest.Kubectl(t)
 
-	c := nodecluster.StartTest(t, nodecluster.Options{EventTTL: clusterTTL})
+	c := nodecluster.StartTest(t, nodecluster.Options{EventTTL: clusterTTL, Users: []kubeapiserver.User{{Name: "alice"}}})
 	ctx := context.Background()
 	cs := c.Client()
 
@@ -187,12 +189,21 @@ func TestReadmeInstall(t *testing.T) {
 		t.Errorf("after kube-apiserver's TTL, eventsd (through evctl) has no Scheduled event of web's pod")
 	}
 
-	// 4. docs/install.md's upgrade to a new image (v0.2.0: the same
-	// build, tagged as a release's push would name it) and uninstall.
-	upgrade, uninstall := installBlock(t, "helm upgrade eventsd deploy/helm/eventsd"), installBlock(t, "helm uninstall eventsd")
+	// 4. Through the cluster's own API: install.md's upgrade turning
+	// aggregation on; then the cluster's users read eventsd's history
+	// (web's Scheduled event, gone from kube-apiserver) with their usual
+	// kubeconfig, as RBAC lets them read events: alice, with the view
+	// role in shop only, reads shop's and nothing of kubevents'.
+	// install.md's blocks run in a clone: deploy/ beside them.
 	if err := os.Symlink(filepath.Join(doctest.Root(), "deploy"), filepath.Join(work, "deploy")); err != nil {
 		t.Fatal(err)
 	}
+	sh.run(t, installBlock(t, "helm upgrade eventsd deploy/helm/eventsd --namespace kubevents --reuse-values \\"))
+	aggregated(t, c, sh)
+
+	// 5. docs/install.md's upgrade to a new image (v0.2.0: the same
+	// build, tagged as a release's push would name it) and uninstall.
+	upgrade, uninstall := installBlock(t, "helm upgrade eventsd deploy/helm/eventsd"), installBlock(t, "helm uninstall eventsd")
 	ctr := exec.Command(c.Containerd().Binaries().Ctr(), "--address", c.Containerd().Socket(), "--namespace", "k8s.io",
 		"images", "tag", "ghcr.io/kubevents/eventsd:v0.1.0", "ghcr.io/kubevents/eventsd:v0.2.0")
 	if out, err := ctr.CombinedOutput(); err != nil {
@@ -222,6 +233,49 @@ func TestReadmeInstall(t *testing.T) {
 		left := leftovers(ctx, cs)
 		return len(left) == 0, strings.Join(left, ", ")
 	})
+}
+
+// aggregated waits for eventsd's APIService to be Available, then reads
+// web's events through kube-apiserver as the admin and as alice.
+func aggregated(t *testing.T, c *nodecluster.Cluster, sh shell) {
+	t.Helper()
+	ctx := context.Background()
+	sh.run(t, "kubectl wait --for=condition=Available apiservice/v1.events.kubevents.io --timeout=3m\n")
+	if _, err := c.Client().RbacV1().RoleBindings("shop").Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "alice-view"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	alice, err := c.APIServer().KubeconfigAs("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The page's console lines, for web's pod and by a kubeconfig's path.
+	pod := webPod(t, c.Client())
+	out := sh.run(t, fmt.Sprintf("kubectl get events.events.kubevents.io -A --field-selector involves.name=%s\n", pod))
+	if !strings.Contains(out, "Scheduled") {
+		t.Errorf("the admin's kubectl get events.events.kubevents.io through kube-apiserver has no Scheduled event of %s", pod)
+	}
+	out = sh.run(t, fmt.Sprintf("kubectl --kubeconfig %s -n shop get events.events.kubevents.io --field-selector involves.name=%s\nevctl --kubeconfig %s -n shop timeline pod/%s\n", alice, pod, alice, pod))
+	if strings.Count(out, "Scheduled") < 2 {
+		t.Errorf("alice's kubectl and evctl through kube-apiserver did not both print %s's Scheduled event", pod)
+	}
+	out, err = doctest.Run(ctx, doctest.Command{Block: "kubectl --kubeconfig " + alice + " -n kubevents get events.events.kubevents.io\n", Dir: sh.dir, Env: sh.env})
+	if err == nil || !strings.Contains(out, "Forbidden") && !strings.Contains(out, "forbidden") {
+		t.Errorf("alice, who may read shop's events only, listed kubevents' through the aggregated API: %v\n%s", err, out)
+	}
+}
+
+// webPod is the name of web's (one) pod.
+func webPod(t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	l, err := cs.CoreV1().Pods("shop").List(context.Background(), metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil || len(l.Items) != 1 {
+		t.Fatalf("web's pods: %v %v", l, err)
+	}
+	return l.Items[0].Name
 }
 
 // installBlock is docs/install.md's sh block starting with first.

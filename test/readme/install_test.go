@@ -37,9 +37,10 @@ const installDoc = "docs/install.md"
 // line, with the reason. Every other block belongs to a scenario below.
 var notRun = map[string]string{
 	"go run -C tools/image .": "test/image runs it (with --output in a temporary directory instead of bin/)",
-	"go run -C tools/image . --name registry.example.com/kubevents/eventsd:v0.1.0": "it pushes to a registry",
-	"kubectl -n kubevents port-forward svc/eventsd 8080 &":                         "it needs a running pod, and kube-apiserver here has no nodes: the block after it runs against eventsd started as the installed pod would run (its flags, ConfigMap and Secret, delegating to this kube-apiserver), its address standing for the forwarded port",
-	"kubectl -n kubevents create secret generic eventsd-etcd-client \\":            "it reads etcd's client certificate files",
+	"go run -C tools/image . --name registry.example.com/kubevents/eventsd:v0.1.0":     "it pushes to a registry",
+	"kubectl -n kubevents port-forward svc/eventsd 8080 &":                             "it needs a running pod, and kube-apiserver here has no nodes: the block after it runs against eventsd started as the installed pod would run (its flags, ConfigMap and Secret, delegating to this kube-apiserver), its address standing for the forwarded port",
+	"kubectl -n kubevents create secret generic eventsd-etcd-client \\":                "it reads etcd's client certificate files",
+	"helm upgrade eventsd deploy/helm/eventsd --namespace kubevents --reuse-values \\": "test/cluster runs it on a real node, where the aggregator reaches eventsd's pod",
 }
 
 // env is what a step's check sees: the cluster, the directory the blocks
