@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,17 +158,11 @@ func start(t *testing.T, cfg Config, client *fake.Clientset, noWait bool) *testS
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, pc, l) }()
-	stopped := false
-	var serveErr error
 	ts := &testServer{srv: srv, client: client, udp: pc.LocalAddr().String(), tcp: l.Addr().String()}
-	ts.stop = func() error {
-		if !stopped {
-			cancel()
-			serveErr = <-done
-			stopped = true
-		}
-		return serveErr
-	}
+	ts.stop = sync.OnceValue(func() error {
+		cancel()
+		return <-done
+	})
 	t.Cleanup(func() {
 		if err := ts.stop(); err != nil {
 			t.Errorf("Serve: %v", err)
@@ -549,7 +544,7 @@ func TestTCPBounded(t *testing.T) {
 func TestMalformed(t *testing.T) {
 	ts := start(t, Config{}, fake.NewClientset(fixtures()...), false)
 	good := query{name: "web.default.svc.cluster.local.", qtype: dnsmessage.TypeA}.pack(t, 42)
-	asResponse := slices.Clone(good)
+	asResponse := query{name: "web.default.svc.cluster.local.", qtype: dnsmessage.TypeA}.pack(t, 45)
 	asResponse[2] |= 0x80 // QR
 	truncatedQuestion := slices.Clone(good[:len(good)-3])
 	truncatedQuestion[0], truncatedQuestion[1] = 0, 43
@@ -765,8 +760,10 @@ func TestTCPConnections(t *testing.T) {
 	}
 	// A second connection is over MaxTCPConns: closed unanswered.
 	second := dial()
-	if _, err := second.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isReset(err) {
-		t.Errorf("reading a connection beyond MaxTCPConns: %v, want it closed", err)
+	out := binary.BigEndian.AppendUint16(nil, uint16(len(good)))
+	_, _ = second.Write(append(out, good...)) // may fail: the server may have closed it
+	if n, err := second.Read(make([]byte, 1)); n != 0 || (!errors.Is(err, io.EOF) && !isReset(err)) {
+		t.Errorf("reading a connection beyond MaxTCPConns: %d bytes, %v; want it closed unanswered", n, err)
 	}
 	// The first, idle, is closed by the server; then there is room again.
 	if _, err := first.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
@@ -774,36 +771,60 @@ func TestTCPConnections(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
+	// The connection answered once the idle one has gone stays open.
+	var third net.Conn
 	werr := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
-		c, err := net.Dial("tcp", ts.tcp)
-		if err != nil {
-			return false, err
-		}
-		defer c.Close()
-		if err := c.SetDeadline(time.Now().Add(waitLimit)); err != nil {
-			return false, err
-		}
+		c := dial()
 		out := binary.BigEndian.AppendUint16(nil, uint16(len(good)))
 		if _, err := c.Write(append(out, good...)); err != nil {
 			return false, nil
 		}
 		var n [2]byte
-		_, err = io.ReadFull(c, n[:])
-		return err == nil, nil // closed: the idle one is not gone yet
+		if _, err := io.ReadFull(c, n[:]); err != nil {
+			return false, nil // closed: the idle one is not gone yet
+		}
+		if _, err := io.ReadFull(c, make([]byte, binary.BigEndian.Uint16(n[:]))); err != nil {
+			return false, err
+		}
+		third = c
+		return true, nil
 	})
 	if werr != nil {
 		t.Fatalf("no room for a connection after the idle one closed: %v", werr)
 	}
 
-	// Stopping the server closes its connections.
-	third := dial()
-	if m := unpack(t, tcpExchange(t, third, good)); len(m.Answers) != 1 {
-		t.Fatalf("answers %v, want 1", m.Answers)
+	if third == nil {
+		t.Fatal("no connection answered")
 	}
-	if err := ts.stop(); err != nil {
+}
+
+// TestStopClosesConnections: Serve closes the TCP connections it holds
+// when its context ends, rather than waiting for their idle timeout.
+func TestStopClosesConnections(t *testing.T) {
+	ts := start(t, Config{TCPIdleTimeout: time.Hour}, fake.NewClientset(fixtures()...), false)
+	c, err := net.Dial("tcp", ts.tcp)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := third.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(waitLimit)); err != nil {
+		t.Fatal(err)
+	}
+	good := query{name: "web.default.svc.cluster.local.", qtype: dnsmessage.TypeA}.pack(t, 9)
+	if m := unpack(t, tcpExchange(t, c, good)); len(m.Answers) != 1 {
+		t.Fatalf("answers %v, want 1", m.Answers)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- ts.stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Serve did not return with a TCP connection open")
+	}
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
 		t.Errorf("reading a connection after Serve returned: %v, want it closed", err)
 	}
 }
@@ -836,8 +857,13 @@ func TestServeErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = pc.Close()
-	if err := <-done; err == nil || !strings.Contains(err.Error(), "reading UDP queries") {
-		t.Errorf("Serve after its socket closed: %v, want a read error", err)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "reading UDP queries") {
+			t.Errorf("Serve after its socket closed: %v, want a read error", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Serve did not return after its socket was closed")
 	}
 
 	pc2, err := net.ListenPacket("udp", "127.0.0.1:0")
