@@ -28,6 +28,7 @@
 //   - <a-b-c-d>.<ns>.pod.<domain>: A/AAAA of the address the first label
 //     spells, without checking that a pod has it (CoreDNS's "pods insecure",
 //     the mode kubeadm configures).
+//   - dns-version.<domain>: TXT of the specification's schema version.
 //   - the domain itself: its SOA.
 //
 // A name that exists but has no record of the asked type gets NOERROR with

@@ -17,6 +17,11 @@ import (
 // naming other Services) one answer follows.
 const maxCNAMEChain = 8
 
+// schemaVersion is the version of the Kubernetes DNS specification the
+// records follow, answered as dns-version.<domain> TXT (its section 2.2),
+// the one CoreDNS's kubernetes plugin answers.
+const schemaVersion = "1.1.0"
+
 // serviceIndex is the EndpointSlice informer's index of slices by the
 // namespace/name of the Service they belong to.
 const serviceIndex = "clusterdns-service"
@@ -208,6 +213,14 @@ func (r *resolver) resolveDepth(owner dnsmessage.Name, qtype dnsmessage.Type, la
 			}
 			soa.Header.Name = owner
 			return answer{answers: []dnsmessage.Resource{soa}}, nil
+		}
+		return nodata, nil
+	case n == 1 && labels[0] == "dns-version":
+		if qtype == dnsmessage.TypeTXT || qtype == dnsmessage.TypeALL {
+			return answer{answers: []dnsmessage.Resource{{
+				Header: r.header(owner, dnsmessage.TypeTXT),
+				Body:   &dnsmessage.TXTResource{TXT: []string{schemaVersion}},
+			}}}, nil
 		}
 		return nodata, nil
 	case labels[n-1] == "svc":

@@ -429,6 +429,8 @@ func rdata(r dnsmessage.Resource) string {
 		return b.CNAME.String()
 	case *dnsmessage.SOAResource:
 		return fmt.Sprintf("%s %s %d", b.NS, b.MBox, b.MinTTL)
+	case *dnsmessage.TXTResource:
+		return fmt.Sprint(b.TXT)
 	case *dnsmessage.SRVResource:
 		return fmt.Sprintf("%s:%d", b.Target, b.Port)
 	}
@@ -469,6 +471,9 @@ func TestRawQueries(t *testing.T) {
 		{"namespace without Services", "", query{name: "nons.svc.cluster.local.", qtype: dnsmessage.TypeA}, nxdomain},
 		{"SOA of the domain", "", query{name: "cluster.local.", qtype: dnsmessage.TypeSOA},
 			summary{Authoritative: true, Answers: []string{"TypeSOA ns.dns.cluster.local. hostmaster.cluster.local. 5"}}},
+		{"schema version", "", query{name: "dns-version.cluster.local.", qtype: dnsmessage.TypeTXT},
+			summary{Authoritative: true, Answers: []string{"TypeTXT [1.1.0]"}}},
+		{"A of the schema version is NODATA", "", query{name: "dns-version.cluster.local.", qtype: dnsmessage.TypeA}, nodata},
 		{"CNAME of an ExternalName", "", query{name: "ext.default.svc.cluster.local.", qtype: dnsmessage.TypeCNAME},
 			summary{Authoritative: true, Answers: []string{"TypeCNAME example.com."}}},
 		{"A of an ExternalName outside the domain", "", query{name: "ext.default.svc.cluster.local.", qtype: dnsmessage.TypeA},
