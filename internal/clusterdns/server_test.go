@@ -261,6 +261,36 @@ func TestResolver(t *testing.T) {
 		}
 	})
 
+	ptrs := []struct {
+		addr string
+		want []string // nil: refused
+	}{
+		{"10.96.0.10", []string{"web.default.svc.cluster.local."}},
+		{"fd00::20", []string{"dual.default.svc.cluster.local."}},
+		{"10.244.0.5", []string{"db-0.db.default.svc.cluster.local."}},
+		{"fd00::5", []string{"db-0.db.default.svc.cluster.local."}},
+		{"10.244.0.2", []string{"10-244-0-2.web.default.svc.cluster.local."}},
+		{"10.244.0.7", nil}, // not ready
+		{"192.0.2.1", nil},
+	}
+	for _, tc := range ptrs {
+		t.Run("addr "+tc.addr, func(t *testing.T) {
+			got, err := r.LookupAddr(ctx, tc.addr)
+			if tc.want == nil {
+				if err == nil {
+					t.Fatalf("LookupAddr = %v, want an error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("LookupAddr (-want +got):\n%s", diff)
+			}
+		})
+	}
+
 	srvs := []struct {
 		service, proto, name string
 		want                 []string // target:port
@@ -429,6 +459,8 @@ func rdata(r dnsmessage.Resource) string {
 		return b.CNAME.String()
 	case *dnsmessage.SOAResource:
 		return fmt.Sprintf("%s %s %d", b.NS, b.MBox, b.MinTTL)
+	case *dnsmessage.PTRResource:
+		return b.PTR.String()
 	case *dnsmessage.TXTResource:
 		return fmt.Sprint(b.TXT)
 	case *dnsmessage.SRVResource:
@@ -482,6 +514,16 @@ func TestRawQueries(t *testing.T) {
 			summary{Authoritative: true, Answers: []string{"TypeCNAME web.default.svc.cluster.local.", "TypeA 10.96.0.10"}}},
 		{"ExternalName naming itself stops", "", query{name: "loop.default.svc.cluster.local.", qtype: dnsmessage.TypeA},
 			summary{Authoritative: true, Answers: slices.Repeat([]string{"TypeCNAME loop.default.svc.cluster.local."}, maxCNAMEChain+1)}},
+		{"PTR of a cluster IP", "", query{name: "10.0.96.10.in-addr.arpa.", qtype: dnsmessage.TypePTR},
+			summary{Authoritative: true, Answers: []string{"TypePTR web.default.svc.cluster.local."}}},
+		{"A of a cluster IP's reverse name is NODATA", "", query{name: "10.0.96.10.in-addr.arpa.", qtype: dnsmessage.TypeA},
+			summary{Authoritative: true}},
+		{"PTR of an address the cluster does not have is refused", "", query{name: "1.2.0.192.in-addr.arpa.", qtype: dnsmessage.TypePTR},
+			summary{RCode: dnsmessage.RCodeRefused}},
+		{"a partial reverse name is refused", "", query{name: "96.10.in-addr.arpa.", qtype: dnsmessage.TypePTR},
+			summary{RCode: dnsmessage.RCodeRefused}},
+		{"a reverse name with a leading zero is refused", "", query{name: "010.0.96.10.in-addr.arpa.", qtype: dnsmessage.TypePTR},
+			summary{RCode: dnsmessage.RCodeRefused}},
 		{"outside the domain is refused", "", query{name: "example.com.", qtype: dnsmessage.TypeA},
 			summary{RCode: dnsmessage.RCodeRefused}},
 		{"a suffix of the domain is refused", "", query{name: "local.", qtype: dnsmessage.TypeA},
