@@ -28,6 +28,11 @@
 //   - <a-b-c-d>.<ns>.pod.<domain>: A/AAAA of the address the first label
 //     spells, without checking that a pod has it (CoreDNS's "pods insecure",
 //     the mode kubeadm configures).
+//   - dns-version.<domain>: TXT of the specification's schema version.
+//   - reverse names (in-addr.arpa, ip6.arpa) of a Service's cluster IP or
+//     a ready endpoint's address: PTR to the Service's or the endpoint's
+//     name. A reverse name of an address no Service or endpoint has is
+//     REFUSED, as a name outside the domain is: not the cluster's to name.
 //   - the domain itself: its SOA.
 //
 // A name that exists but has no record of the asked type gets NOERROR with
@@ -51,7 +56,7 @@
 //
 // What it does not do: names outside the domain are REFUSED, never
 // forwarded (no traffic leaves the machine, and nothing in the test
-// cluster needs outside names); no reverse (PTR) zones, no wildcards, no
+// cluster needs outside names); no wildcards, no
 // search-path expansion (autopath), no DNSSEC, no zone transfers, no
 // caching beyond the informers, no metrics. A Service's records for named
 // ports are only the _<port>._<proto> SRV form (not SRV on the bare

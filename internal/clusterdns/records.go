@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,11 @@ import (
 // maxCNAMEChain bounds how many in-domain CNAMEs (ExternalName Services
 // naming other Services) one answer follows.
 const maxCNAMEChain = 8
+
+// schemaVersion is the version of the Kubernetes DNS specification the
+// records follow, answered as dns-version.<domain> TXT (its section 2.2),
+// the one CoreDNS's kubernetes plugin answers.
+const schemaVersion = "1.1.0"
 
 // serviceIndex is the EndpointSlice informer's index of slices by the
 // namespace/name of the Service they belong to.
@@ -208,6 +214,14 @@ func (r *resolver) resolveDepth(owner dnsmessage.Name, qtype dnsmessage.Type, la
 			}
 			soa.Header.Name = owner
 			return answer{answers: []dnsmessage.Resource{soa}}, nil
+		}
+		return nodata, nil
+	case n == 1 && labels[0] == "dns-version":
+		if qtype == dnsmessage.TypeTXT || qtype == dnsmessage.TypeALL {
+			return answer{answers: []dnsmessage.Resource{{
+				Header: r.header(owner, dnsmessage.TypeTXT),
+				Body:   &dnsmessage.TXTResource{TXT: []string{schemaVersion}},
+			}}}, nil
 		}
 		return nodata, nil
 	case labels[n-1] == "svc":
@@ -484,4 +498,141 @@ func (r *resolver) soa() (dnsmessage.Resource, error) {
 			Refresh: 7200, Retry: 1800, Expire: 86400, MinTTL: r.ttl,
 		},
 	}, nil
+}
+
+// addrIndex is the Service informer's index of Services by cluster IP,
+// and the EndpointSlice informer's of slices by endpoint address, for
+// reverse (PTR) answers.
+const addrIndex = "clusterdns-addr"
+
+// serviceAddrKeys indexes a Service by its cluster IPs.
+func serviceAddrKeys(obj any) ([]string, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return nil, fmt.Errorf("clusterdns: indexing %T: want *corev1.Service", obj)
+	}
+	if svc.Spec.Type == corev1.ServiceTypeExternalName || svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		return nil, nil
+	}
+	var keys []string
+	for _, a := range clusterIPs(svc) {
+		keys = append(keys, a.String())
+	}
+	return keys, nil
+}
+
+// endpointSliceAddrKeys indexes an EndpointSlice by its endpoints'
+// addresses.
+func endpointSliceAddrKeys(obj any) ([]string, error) {
+	s, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return nil, fmt.Errorf("clusterdns: indexing %T: want *discoveryv1.EndpointSlice", obj)
+	}
+	var keys []string
+	for _, e := range s.Endpoints {
+		for _, a := range e.Addresses {
+			if addr, err := netip.ParseAddr(a); err == nil && addr.Zone() == "" {
+				keys = append(keys, addr.Unmap().String())
+			}
+		}
+	}
+	return keys, nil
+}
+
+// reverseAddr reads a reverse-lookup name (4.3.2.1.in-addr.arpa, or 32
+// nibbles under ip6.arpa), lower case without the trailing dot.
+func reverseAddr(name string) (netip.Addr, bool) {
+	if rel, ok := strings.CutSuffix(name, ".in-addr.arpa"); ok {
+		labels := strings.Split(rel, ".")
+		if len(labels) != 4 {
+			return netip.Addr{}, false
+		}
+		var b [4]byte
+		for i, l := range labels {
+			v, err := strconv.ParseUint(l, 10, 8)
+			if err != nil || (len(l) > 1 && l[0] == '0') {
+				return netip.Addr{}, false
+			}
+			b[3-i] = byte(v)
+		}
+		return netip.AddrFrom4(b), true
+	}
+	if rel, ok := strings.CutSuffix(name, ".ip6.arpa"); ok {
+		labels := strings.Split(rel, ".")
+		if len(labels) != 32 {
+			return netip.Addr{}, false
+		}
+		var b [16]byte
+		for i, l := range labels {
+			v, err := strconv.ParseUint(l, 16, 4)
+			if err != nil || len(l) != 1 {
+				return netip.Addr{}, false
+			}
+			n := 31 - i // nibble index from the address's start
+			b[n/2] |= byte(v) << (4 * (1 - n%2))
+		}
+		return netip.AddrFrom16(b), true
+	}
+	return netip.Addr{}, false
+}
+
+// resolvePTR answers a reverse lookup of addr: the names of the Services
+// whose cluster IP it is, then of the ready endpoints that have it (as
+// <endpoint>.<svc>.<ns>.svc.<domain>). found is false when no Service or
+// endpoint has addr: the address is not the cluster's to name.
+func (r *resolver) resolvePTR(owner dnsmessage.Name, qtype dnsmessage.Type, addr netip.Addr) (a answer, found bool, err error) {
+	var names []string
+	svcs, err := r.cat.services.ByIndex(addrIndex, addr.String())
+	if err != nil {
+		return answer{}, false, fmt.Errorf("clusterdns: looking up Services of cluster IP %s: %w", addr, err)
+	}
+	for _, obj := range svcs {
+		if svc, ok := obj.(*corev1.Service); ok {
+			names = append(names, strings.ToLower(svc.Name+"."+svc.Namespace+".svc."+r.domain+"."))
+		}
+	}
+	eps, err := r.cat.slices.ByIndex(addrIndex, addr.String())
+	if err != nil {
+		return answer{}, false, fmt.Errorf("clusterdns: looking up EndpointSlices of address %s: %w", addr, err)
+	}
+	for _, obj := range eps {
+		s, ok := obj.(*discoveryv1.EndpointSlice)
+		if !ok || s.Labels[discoveryv1.LabelServiceName] == "" {
+			continue
+		}
+		svcName := s.Labels[discoveryv1.LabelServiceName] + "." + s.Namespace + ".svc." + r.domain + "."
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+				continue
+			}
+			for _, raw := range e.Addresses {
+				if ea, err := netip.ParseAddr(raw); err == nil && ea.Unmap() == addr {
+					names = append(names, strings.ToLower(endpoint{addr: addr, hostname: ptrOr(e.Hostname)}.label()+"."+svcName))
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		return answer{}, false, nil
+	}
+	slices.Sort(names[len(svcs):]) // Services first, then endpoints in order
+	names = slices.Compact(names)
+	if qtype != dnsmessage.TypePTR && qtype != dnsmessage.TypeALL {
+		return answer{}, true, nil // NODATA (the SOA is the cluster domain's, not this zone's)
+	}
+	for _, n := range names {
+		target, err := dnsmessage.NewName(n)
+		if err != nil {
+			return answer{}, false, fmt.Errorf("clusterdns: PTR target %q: %w", n, err)
+		}
+		a.answers = append(a.answers, dnsmessage.Resource{Header: r.header(owner, dnsmessage.TypePTR), Body: &dnsmessage.PTRResource{PTR: target}})
+	}
+	return a, true, nil
+}
+
+func ptrOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

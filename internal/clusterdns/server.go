@@ -179,9 +179,13 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn, l net.Listener) e
 	factory := informers.NewSharedInformerFactory(s.client, 0)
 	svcInformer := factory.Core().V1().Services().Informer()
 	sliceInformer := factory.Discovery().V1().EndpointSlices().Informer()
-	if err := sliceInformer.AddIndexers(cache.Indexers{serviceIndex: endpointSliceServiceKey}); err != nil {
+	if err := svcInformer.AddIndexers(cache.Indexers{addrIndex: serviceAddrKeys}); err != nil {
 		closeAll(pc, l)
-		return fmt.Errorf("clusterdns: indexing EndpointSlices by Service: %w", err)
+		return fmt.Errorf("clusterdns: indexing Services by cluster IP: %w", err)
+	}
+	if err := sliceInformer.AddIndexers(cache.Indexers{serviceIndex: endpointSliceServiceKey, addrIndex: endpointSliceAddrKeys}); err != nil {
+		closeAll(pc, l)
+		return fmt.Errorf("clusterdns: indexing EndpointSlices: %w", err)
 	}
 	h := &handler{
 		s: s,
@@ -408,8 +412,7 @@ func (h *handler) answer(msg []byte, tcp bool) []byte {
 	}
 	labels, ok := h.r.inDomain(q.Name.String())
 	if !ok {
-		resp.Header.RCode = dnsmessage.RCodeRefused
-		return h.encode(resp, udpSize, tcp)
+		return h.answerReverse(resp, q, udpSize, tcp)
 	}
 	if !h.s.Ready() {
 		resp.Header.RCode = dnsmessage.RCodeServerFailure
@@ -434,6 +437,33 @@ func (h *handler) answer(msg []byte, tcp bool) []byte {
 		resp.Authorities = []dnsmessage.Resource{soa}
 	}
 	resp.Additionals = append(a.additionals, resp.Additionals...)
+	return h.encode(resp, udpSize, tcp)
+}
+
+// answerReverse answers a question outside the domain: a reverse lookup
+// of a Service's cluster IP or an endpoint's address gets its PTR records;
+// anything else is refused.
+func (h *handler) answerReverse(resp dnsmessage.Message, q dnsmessage.Question, udpSize int, tcp bool) []byte {
+	addr, ok := reverseAddr(strings.TrimSuffix(strings.ToLower(q.Name.String()), "."))
+	if !ok {
+		resp.Header.RCode = dnsmessage.RCodeRefused
+		return h.encode(resp, udpSize, tcp)
+	}
+	if !h.s.Ready() {
+		resp.Header.RCode = dnsmessage.RCodeServerFailure
+		return h.encode(resp, udpSize, tcp)
+	}
+	a, found, err := h.r.resolvePTR(q.Name, q.Type, addr)
+	switch {
+	case err != nil:
+		h.s.logf("clusterdns: answering %s %s: %v", q.Name, q.Type, err)
+		resp.Header.RCode = dnsmessage.RCodeServerFailure
+	case !found:
+		resp.Header.RCode = dnsmessage.RCodeRefused
+	default:
+		resp.Header.Authoritative = true
+		resp.Answers = a.answers
+	}
 	return h.encode(resp, udpSize, tcp)
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -157,17 +158,11 @@ func start(t *testing.T, cfg Config, client *fake.Clientset, noWait bool) *testS
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, pc, l) }()
-	stopped := false
-	var serveErr error
 	ts := &testServer{srv: srv, client: client, udp: pc.LocalAddr().String(), tcp: l.Addr().String()}
-	ts.stop = func() error {
-		if !stopped {
-			cancel()
-			serveErr = <-done
-			stopped = true
-		}
-		return serveErr
-	}
+	ts.stop = sync.OnceValue(func() error {
+		cancel()
+		return <-done
+	})
 	t.Cleanup(func() {
 		if err := ts.stop(); err != nil {
 			t.Errorf("Serve: %v", err)
@@ -265,6 +260,36 @@ func TestResolver(t *testing.T) {
 			t.Errorf("LookupCNAME = %q, want example.com.", got)
 		}
 	})
+
+	ptrs := []struct {
+		addr string
+		want []string // nil: refused
+	}{
+		{"10.96.0.10", []string{"web.default.svc.cluster.local."}},
+		{"fd00::20", []string{"dual.default.svc.cluster.local."}},
+		{"10.244.0.5", []string{"db-0.db.default.svc.cluster.local."}},
+		{"fd00::5", []string{"db-0.db.default.svc.cluster.local."}},
+		{"10.244.0.2", []string{"10-244-0-2.web.default.svc.cluster.local."}},
+		{"10.244.0.7", nil}, // not ready
+		{"192.0.2.1", nil},
+	}
+	for _, tc := range ptrs {
+		t.Run("addr "+tc.addr, func(t *testing.T) {
+			got, err := r.LookupAddr(ctx, tc.addr)
+			if tc.want == nil {
+				if err == nil {
+					t.Fatalf("LookupAddr = %v, want an error", got)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("LookupAddr (-want +got):\n%s", diff)
+			}
+		})
+	}
 
 	srvs := []struct {
 		service, proto, name string
@@ -434,6 +459,10 @@ func rdata(r dnsmessage.Resource) string {
 		return b.CNAME.String()
 	case *dnsmessage.SOAResource:
 		return fmt.Sprintf("%s %s %d", b.NS, b.MBox, b.MinTTL)
+	case *dnsmessage.PTRResource:
+		return b.PTR.String()
+	case *dnsmessage.TXTResource:
+		return fmt.Sprint(b.TXT)
 	case *dnsmessage.SRVResource:
 		return fmt.Sprintf("%s:%d", b.Target, b.Port)
 	}
@@ -474,6 +503,9 @@ func TestRawQueries(t *testing.T) {
 		{"namespace without Services", "", query{name: "nons.svc.cluster.local.", qtype: dnsmessage.TypeA}, nxdomain},
 		{"SOA of the domain", "", query{name: "cluster.local.", qtype: dnsmessage.TypeSOA},
 			summary{Authoritative: true, Answers: []string{"TypeSOA ns.dns.cluster.local. hostmaster.cluster.local. 5"}}},
+		{"schema version", "", query{name: "dns-version.cluster.local.", qtype: dnsmessage.TypeTXT},
+			summary{Authoritative: true, Answers: []string{"TypeTXT [1.1.0]"}}},
+		{"A of the schema version is NODATA", "", query{name: "dns-version.cluster.local.", qtype: dnsmessage.TypeA}, nodata},
 		{"CNAME of an ExternalName", "", query{name: "ext.default.svc.cluster.local.", qtype: dnsmessage.TypeCNAME},
 			summary{Authoritative: true, Answers: []string{"TypeCNAME example.com."}}},
 		{"A of an ExternalName outside the domain", "", query{name: "ext.default.svc.cluster.local.", qtype: dnsmessage.TypeA},
@@ -482,6 +514,16 @@ func TestRawQueries(t *testing.T) {
 			summary{Authoritative: true, Answers: []string{"TypeCNAME web.default.svc.cluster.local.", "TypeA 10.96.0.10"}}},
 		{"ExternalName naming itself stops", "", query{name: "loop.default.svc.cluster.local.", qtype: dnsmessage.TypeA},
 			summary{Authoritative: true, Answers: slices.Repeat([]string{"TypeCNAME loop.default.svc.cluster.local."}, maxCNAMEChain+1)}},
+		{"PTR of a cluster IP", "", query{name: "10.0.96.10.in-addr.arpa.", qtype: dnsmessage.TypePTR},
+			summary{Authoritative: true, Answers: []string{"TypePTR web.default.svc.cluster.local."}}},
+		{"A of a cluster IP's reverse name is NODATA", "", query{name: "10.0.96.10.in-addr.arpa.", qtype: dnsmessage.TypeA},
+			summary{Authoritative: true}},
+		{"PTR of an address the cluster does not have is refused", "", query{name: "1.2.0.192.in-addr.arpa.", qtype: dnsmessage.TypePTR},
+			summary{RCode: dnsmessage.RCodeRefused}},
+		{"a partial reverse name is refused", "", query{name: "96.10.in-addr.arpa.", qtype: dnsmessage.TypePTR},
+			summary{RCode: dnsmessage.RCodeRefused}},
+		{"a reverse name with a leading zero is refused", "", query{name: "010.0.96.10.in-addr.arpa.", qtype: dnsmessage.TypePTR},
+			summary{RCode: dnsmessage.RCodeRefused}},
 		{"outside the domain is refused", "", query{name: "example.com.", qtype: dnsmessage.TypeA},
 			summary{RCode: dnsmessage.RCodeRefused}},
 		{"a suffix of the domain is refused", "", query{name: "local.", qtype: dnsmessage.TypeA},
@@ -549,7 +591,7 @@ func TestTCPBounded(t *testing.T) {
 func TestMalformed(t *testing.T) {
 	ts := start(t, Config{}, fake.NewClientset(fixtures()...), false)
 	good := query{name: "web.default.svc.cluster.local.", qtype: dnsmessage.TypeA}.pack(t, 42)
-	asResponse := slices.Clone(good)
+	asResponse := query{name: "web.default.svc.cluster.local.", qtype: dnsmessage.TypeA}.pack(t, 45)
 	asResponse[2] |= 0x80 // QR
 	truncatedQuestion := slices.Clone(good[:len(good)-3])
 	truncatedQuestion[0], truncatedQuestion[1] = 0, 43
@@ -765,8 +807,10 @@ func TestTCPConnections(t *testing.T) {
 	}
 	// A second connection is over MaxTCPConns: closed unanswered.
 	second := dial()
-	if _, err := second.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isReset(err) {
-		t.Errorf("reading a connection beyond MaxTCPConns: %v, want it closed", err)
+	out := binary.BigEndian.AppendUint16(nil, uint16(len(good)))
+	_, _ = second.Write(append(out, good...)) // may fail: the server may have closed it
+	if n, err := second.Read(make([]byte, 1)); n != 0 || (!errors.Is(err, io.EOF) && !isReset(err)) {
+		t.Errorf("reading a connection beyond MaxTCPConns: %d bytes, %v; want it closed unanswered", n, err)
 	}
 	// The first, idle, is closed by the server; then there is room again.
 	if _, err := first.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
@@ -774,36 +818,60 @@ func TestTCPConnections(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
+	// The connection answered once the idle one has gone stays open.
+	var third net.Conn
 	werr := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
-		c, err := net.Dial("tcp", ts.tcp)
-		if err != nil {
-			return false, err
-		}
-		defer c.Close()
-		if err := c.SetDeadline(time.Now().Add(waitLimit)); err != nil {
-			return false, err
-		}
+		c := dial()
 		out := binary.BigEndian.AppendUint16(nil, uint16(len(good)))
 		if _, err := c.Write(append(out, good...)); err != nil {
 			return false, nil
 		}
 		var n [2]byte
-		_, err = io.ReadFull(c, n[:])
-		return err == nil, nil // closed: the idle one is not gone yet
+		if _, err := io.ReadFull(c, n[:]); err != nil {
+			return false, nil // closed: the idle one is not gone yet
+		}
+		if _, err := io.ReadFull(c, make([]byte, binary.BigEndian.Uint16(n[:]))); err != nil {
+			return false, err
+		}
+		third = c
+		return true, nil
 	})
 	if werr != nil {
 		t.Fatalf("no room for a connection after the idle one closed: %v", werr)
 	}
 
-	// Stopping the server closes its connections.
-	third := dial()
-	if m := unpack(t, tcpExchange(t, third, good)); len(m.Answers) != 1 {
-		t.Fatalf("answers %v, want 1", m.Answers)
+	if third == nil {
+		t.Fatal("no connection answered")
 	}
-	if err := ts.stop(); err != nil {
+}
+
+// TestStopClosesConnections: Serve closes the TCP connections it holds
+// when its context ends, rather than waiting for their idle timeout.
+func TestStopClosesConnections(t *testing.T) {
+	ts := start(t, Config{TCPIdleTimeout: time.Hour}, fake.NewClientset(fixtures()...), false)
+	c, err := net.Dial("tcp", ts.tcp)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := third.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(waitLimit)); err != nil {
+		t.Fatal(err)
+	}
+	good := query{name: "web.default.svc.cluster.local.", qtype: dnsmessage.TypeA}.pack(t, 9)
+	if m := unpack(t, tcpExchange(t, c, good)); len(m.Answers) != 1 {
+		t.Fatalf("answers %v, want 1", m.Answers)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- ts.stop() }()
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Serve did not return with a TCP connection open")
+	}
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
 		t.Errorf("reading a connection after Serve returned: %v, want it closed", err)
 	}
 }
@@ -836,8 +904,13 @@ func TestServeErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = pc.Close()
-	if err := <-done; err == nil || !strings.Contains(err.Error(), "reading UDP queries") {
-		t.Errorf("Serve after its socket closed: %v, want a read error", err)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "reading UDP queries") {
+			t.Errorf("Serve after its socket closed: %v, want a read error", err)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("Serve did not return after its socket was closed")
 	}
 
 	pc2, err := net.ListenPacket("udp", "127.0.0.1:0")
