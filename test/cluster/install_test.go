@@ -203,7 +203,7 @@ func TestReadmeInstall(t *testing.T) {
 
 	// 5. docs/install.md's upgrade to a new image (v0.2.0: the same
 	// build, tagged as a release's push would name it) and uninstall.
-	upgrade, uninstall := installBlock(t, "helm upgrade eventsd deploy/helm/eventsd"), installBlock(t, "helm uninstall eventsd")
+	upgrade, uninstall := installBlock(t, "helm upgrade eventsd deploy/helm/eventsd --namespace kubevents --reuse-values --set image.tag="), installBlock(t, "helm uninstall eventsd")
 	ctr := exec.Command(c.Containerd().Binaries().Ctr(), "--address", c.Containerd().Socket(), "--namespace", "k8s.io",
 		"images", "tag", "ghcr.io/kubevents/eventsd:v0.1.0", "ghcr.io/kubevents/eventsd:v0.2.0")
 	if out, err := ctr.CombinedOutput(); err != nil {
@@ -219,8 +219,10 @@ func TestReadmeInstall(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
+		ss, _ := cs.AppsV1().StatefulSets(ns).Get(ctx, "eventsd", metav1.GetOptions{})
 		return p.UID != before.UID && p.Spec.Containers[0].Image == "ghcr.io/kubevents/eventsd:v0.2.0" && podReady(p),
-			fmt.Sprintf("%s %s %v", p.Spec.Containers[0].Image, p.Status.Phase, p.Status.Conditions)
+			fmt.Sprintf("pod %s (%s, created %v, revision %s) %s %v; StatefulSet image %s, status %+v", p.UID, p.Spec.Containers[0].Image, p.CreationTimestamp, p.Labels["controller-revision-hash"], p.Status.Phase, p.Status.Conditions,
+				ss.Spec.Template.Spec.Containers[0].Image, ss.Status)
 	})
 	// The new pod has the old one's store (the claim): web's Scheduled
 	// event, which the cluster no longer has, is still there.
@@ -240,7 +242,8 @@ func TestReadmeInstall(t *testing.T) {
 func aggregated(t *testing.T, c *nodecluster.Cluster, sh shell) {
 	t.Helper()
 	ctx := context.Background()
-	sh.run(t, "kubectl wait --for=condition=Available apiservice/v1.events.kubevents.io --timeout=3m\n")
+	// The upgrade replaces the pod; then the APIService comes up.
+	sh.run(t, "kubectl -n kubevents rollout status statefulset/eventsd --timeout=3m\nkubectl wait --for=condition=Available apiservice/v1.events.kubevents.io --timeout=3m\n")
 	if _, err := c.Client().RbacV1().RoleBindings("shop").Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "alice-view"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
@@ -278,20 +281,23 @@ func webPod(t *testing.T, cs kubernetes.Interface) string {
 	return l.Items[0].Name
 }
 
-// installBlock is docs/install.md's sh block starting with first.
+// installBlock is docs/install.md's one sh block starting with first.
 func installBlock(t *testing.T, first string) string {
 	t.Helper()
 	md, err := doctest.Read(installDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var found []string
 	for _, b := range doctest.Blocks(md, "sh") {
 		if strings.HasPrefix(b, first) {
-			return b
+			found = append(found, b)
 		}
 	}
-	t.Fatalf("%s has no sh block starting with %q", installDoc, first)
-	return ""
+	if len(found) != 1 {
+		t.Fatalf("%s has %d sh blocks starting with %q, want one", installDoc, len(found), first)
+	}
+	return found[0]
 }
 
 // leftovers are what the chart made that still exists: its objects in
@@ -321,6 +327,10 @@ func leftovers(ctx context.Context, cs kubernetes.Interface) []string {
 	}
 	if l, err := cs.RbacV1().ClusterRoleBindings().List(ctx, sel); err != nil || len(l.Items) > 0 {
 		left = append(left, fmt.Sprintf("ClusterRoleBindings (%v)", err))
+	}
+	err := cs.Discovery().RESTClient().Get().AbsPath("/apis/apiregistration.k8s.io/v1/apiservices/v1.events.kubevents.io").Do(ctx).Error()
+	if !apierrors.IsNotFound(err) {
+		left = append(left, fmt.Sprintf("the APIService (%v)", err))
 	}
 	return left
 }
