@@ -204,11 +204,7 @@ func TestReadmeInstall(t *testing.T) {
 	// 5. docs/install.md's upgrade to a new image (v0.2.0: the same
 	// build, tagged as a release's push would name it) and uninstall.
 	upgrade, uninstall := installBlock(t, "helm upgrade eventsd deploy/helm/eventsd --namespace kubevents --reuse-values --set image.tag="), installBlock(t, "helm uninstall eventsd")
-	ctr := exec.Command(c.Containerd().Binaries().Ctr(), "--address", c.Containerd().Socket(), "--namespace", "k8s.io",
-		"images", "tag", "ghcr.io/kubevents/eventsd:v0.1.0", "ghcr.io/kubevents/eventsd:v0.2.0")
-	if out, err := ctr.CombinedOutput(); err != nil {
-		t.Fatalf("ctr images tag: %v\n%s", err, out)
-	}
+	tagImage(t, c, "ghcr.io/kubevents/eventsd:v0.1.0", "ghcr.io/kubevents/eventsd:v0.2.0")
 	before, err := cs.CoreV1().Pods(ns).Get(ctx, "eventsd-0", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -675,4 +671,83 @@ func (w *syncWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.String()
+}
+
+// TestKustomizeMirror runs docs/install.md's "The mirror, with kubectl":
+// the mirror base, then the page's overlay (HTTPS from an openssl
+// certificate, export, the image renamed), the page's reading of events
+// through a port-forward, and kubectl delete -k.
+func TestKustomizeMirror(t *testing.T) {
+	if _, err := exec.LookPath("openssl"); err != nil {
+		t.Skip("the page's overlay makes its certificate with openssl, which is not installed")
+	}
+	kubectl := eventsdtest.Kubectl(t)
+	c := nodecluster.StartTest(t, nodecluster.Options{})
+	ctx := context.Background()
+	cs := c.Client()
+
+	work := t.TempDir()
+	image := filepath.Join(work, "eventsd-image.tar")
+	goRun(t, "-C", "tools/image", ".", "--output", image)
+	if err := c.ImportImage(image); err != nil {
+		t.Fatal(err)
+	}
+	// The overlay's image: the same build, as the page's push names it.
+	tagImage(t, c, "ghcr.io/kubevents/eventsd:v0.1.0", "registry.example.com/kubevents/eventsd:v0.1.0")
+	if err := os.Symlink(filepath.Join(doctest.Root(), "deploy"), filepath.Join(work, "deploy")); err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	for name, target := range map[string]string{"kubectl": kubectl, "evctl": buildEvctl(t)} {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh := shell{dir: work, env: append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig())}
+	crashloop(t, cs, "shop", "web")
+
+	sh.run(t, installBlock(t, "kubectl apply -k deploy/kustomize/mirror"))
+	waitPodReady(t, cs, ns, "eventsd-0")
+
+	sh.run(t, installBlock(t, "mkdir -p my-eventsd"))
+	waitFor(t, 3*time.Minute, "eventsd-0 replaced by the overlay's", func() (bool, string) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "eventsd-0", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.Containers[0].Image == "registry.example.com/kubevents/eventsd:v0.1.0" && podReady(p),
+			fmt.Sprintf("%s %s %v", p.Spec.Containers[0].Image, p.Status.Phase, p.Status.Conditions)
+	})
+
+	waitEvent(t, cs, "shop", "BackOff")
+	port := freePort(t)
+	read := strings.NewReplacer("svc/eventsd 8080", "svc/eventsd "+port+":8080", "127.0.0.1:8080", "127.0.0.1:"+port).Replace(
+		installBlock(t, "kubectl -n kubevents get secret eventsd-tls") +
+			installBlock(t, "kubectl -n kubevents port-forward svc/eventsd 8080 &") +
+			// A reader types the next command once the forward listens.
+			"for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/8080) 2>/dev/null && break; sleep 0.1; done\n" +
+			installBlock(t, "kubectl --server https://127.0.0.1:8080"))
+	out := sh.run(t, read)
+	if n := strings.Count(out, "BackOff"); n < 2 {
+		t.Errorf("kubectl and evctl through the overlay's eventsd printed %d lines of web's BackOff, want one each", n)
+	}
+
+	sh.run(t, installBlock(t, "kubectl delete -k my-eventsd"))
+	waitFor(t, 3*time.Minute, "namespace "+ns+" deleted", func() (bool, string) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if left := leftovers(ctx, cs); len(left) > 0 {
+		t.Errorf("after kubectl delete -k: %v", left)
+	}
+}
+
+// tagImage names an image of the node's containerd anew, as a push under
+// another name and a pull would.
+func tagImage(t *testing.T, c *nodecluster.Cluster, from, to string) {
+	t.Helper()
+	ctr := exec.Command(c.Containerd().Binaries().Ctr(), "--address", c.Containerd().Socket(), "--namespace", "k8s.io", "images", "tag", from, to)
+	if out, err := ctr.CombinedOutput(); err != nil {
+		t.Fatalf("ctr images tag: %v\n%s", err, out)
+	}
 }
