@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // fence is a fenced block at a line's start: its language and its text.
@@ -104,6 +105,7 @@ func Run(ctx context.Context, c Command) (string, error) {
 	cmd.Env = c.Env
 	cmd.Stdout, cmd.Stderr = out, out
 	killGroup := setProcessGroup(cmd)
+	cmd.Cancel = func() error { killGroup(cmd.Process.Pid); return nil }
 	runErr := cmd.Run()
 	if cmd.Process != nil {
 		killGroup(cmd.Process.Pid)
@@ -116,4 +118,87 @@ func Run(ctx context.Context, c Command) (string, error) {
 		return string(printed), fmt.Errorf("doctest: the block failed: %w", runErr)
 	}
 	return string(printed), nil
+}
+
+// Terminal is a block left running, as in a terminal of its own: a
+// server started in the foreground (`go run ./cmd/eventsd ...`) that the
+// page's next blocks use.
+type Terminal struct {
+	cmd  *exec.Cmd
+	out  *os.File
+	done chan struct{}
+	err  error
+	kill func(pid int)
+}
+
+// Start runs the block in the background under `set -euo pipefail` and
+// returns at once. Stop ends it (its whole process group).
+func Start(c Command) (*Terminal, error) {
+	out, err := os.CreateTemp("", "doctest-terminal-")
+	if err != nil {
+		return nil, fmt.Errorf("doctest: %w", err)
+	}
+	cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+c.Block)
+	cmd.Dir = c.Dir
+	cmd.Env = c.Env
+	cmd.Stdout, cmd.Stderr = out, out
+	kill := setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		os.Remove(out.Name())
+		return nil, fmt.Errorf("doctest: %w", err)
+	}
+	t := &Terminal{cmd: cmd, out: out, done: make(chan struct{}), kill: kill}
+	go func() {
+		t.err = cmd.Wait()
+		close(t.done)
+	}()
+	return t, nil
+}
+
+// Output is what the block printed so far.
+func (t *Terminal) Output() string {
+	b, _ := os.ReadFile(t.out.Name())
+	return string(b)
+}
+
+// WaitFor waits until the block has printed want, failing when it exits
+// first or ctx ends (the error has what it printed).
+func (t *Terminal) WaitFor(ctx context.Context, want string) error {
+	for {
+		if strings.Contains(t.Output(), want) {
+			return nil
+		}
+		select {
+		case <-t.done:
+			if strings.Contains(t.Output(), want) {
+				return nil
+			}
+			return fmt.Errorf("doctest: the block ended (%v) without printing %q; it printed:\n%s", t.err, want, t.Output())
+		case <-ctx.Done():
+			return fmt.Errorf("doctest: the block did not print %q: %w; it printed:\n%s", want, ctx.Err(), t.Output())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Stop ends the block: SIGTERM to its process group (as Ctrl-C would end
+// a foreground server, which then shuts down), SIGKILL after grace, and
+// returns what it printed.
+func (t *Terminal) Stop(grace time.Duration) string {
+	select {
+	case <-t.done:
+	default:
+		terminate(t.cmd.Process.Pid)
+		select {
+		case <-t.done:
+		case <-time.After(grace):
+		}
+	}
+	t.kill(t.cmd.Process.Pid)
+	<-t.done
+	out := t.Output()
+	t.out.Close()
+	os.Remove(t.out.Name())
+	return out
 }

@@ -71,3 +71,26 @@ func TestRunStopsAtFailureAndEndsBackgroundJobs(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestTerminal(t *testing.T) {
+	term, err := Start(Command{Block: "echo starting\ntrap 'echo stopping; exit 0' TERM\nsleep 300 & wait\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := term.WaitFor(ctx, "starting"); err != nil {
+		t.Fatal(err)
+	}
+	if out := term.Stop(10 * time.Second); !strings.Contains(out, "stopping") {
+		t.Errorf("Stop did not end the block with SIGTERM first: %q", out)
+	}
+	ended, err := Start(Command{Block: "echo bye\nexit 3\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ended.WaitFor(ctx, "never printed"); err == nil || !strings.Contains(err.Error(), "bye") {
+		t.Errorf("WaitFor on a block that ended: %v", err)
+	}
+	ended.Stop(time.Second)
+}

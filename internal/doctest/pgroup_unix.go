@@ -7,11 +7,12 @@ import (
 	"syscall"
 )
 
-// setProcessGroup puts the block's bash in a process group of its own,
-// killed whole when the context ends, and returns how to kill the group
-// after bash exits (its background jobs).
+// setProcessGroup puts the block's bash in a process group of its own
+// and returns how to kill the whole group (bash and its background jobs).
 func setProcessGroup(cmd *exec.Cmd) func(pid int) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	return func(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
 }
+
+// terminate sends SIGTERM to the process group of pid.
+func terminate(pid int) { _ = syscall.Kill(-pid, syscall.SIGTERM) }

@@ -24,6 +24,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/kubevents/kubevents/internal/buildcache"
+	"github.com/kubevents/kubevents/internal/doctest"
 	"github.com/kubevents/kubevents/internal/eventsdtest"
 	"github.com/kubevents/kubevents/internal/helmbin"
 	"github.com/kubevents/kubevents/internal/kubeapiserver"
@@ -424,16 +425,11 @@ func checkOneNamespace(t *testing.T, e env, overlay string) {
 // root).
 func docBlocks(t *testing.T, path string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root(), path))
+	md, err := doctest.Read(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, m := range fenceRE.FindAllStringSubmatch(string(b), -1) {
-		if m[1] == "sh" {
-			out = append(out, m[2])
-		}
-	}
+	out := doctest.Blocks(md, "sh")
 	if len(out) == 0 {
 		t.Fatalf("%s has no ```sh block", path)
 	}
@@ -487,20 +483,16 @@ func runBlock(t *testing.T, dir, bin, kubeconfig, block string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", "set -euo pipefail\n"+block)
-	cmd.Dir = dir
 	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig,
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig,
 		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
-	err := cmd.Run()
-	t.Logf("%s(%v)\n%s", block, time.Since(start).Round(time.Millisecond), out.String())
+	out, err := doctest.Run(ctx, doctest.Command{Block: block, Dir: dir, Env: env})
+	t.Logf("%s(%v)\n%s", block, time.Since(start).Round(time.Millisecond), out)
 	if err != nil {
 		t.Fatalf("%s's block failed: %v", installDoc, err)
 	}
-	return out.String()
+	return out
 }
 
 func statefulSet(t *testing.T, cs kubernetes.Interface) *appsv1.StatefulSet {
