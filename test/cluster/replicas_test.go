@@ -1,0 +1,562 @@
+//go:build linux
+
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kubevents/kubevents/internal/doctest"
+	"github.com/kubevents/kubevents/internal/eventsdtest"
+	"github.com/kubevents/kubevents/internal/helmbin"
+	"github.com/kubevents/kubevents/internal/nodecluster"
+)
+
+const (
+	replicasTitle = "Replicas over etcd"
+	readingTitle  = "Reading its events: kubectl and evctl"
+	// etcdService is the name docs/install.md gives the cluster's events
+	// etcd (kube-apiserver's --etcd-servers-overrides=/events#...).
+	etcdService = "etcd-events"
+	etcdPort    = 2379
+	// eventLag bounds the time from an event's creation through
+	// kube-apiserver to its arrival on a watch of eventsd's.
+	eventLag = 10 * time.Second
+)
+
+// TestReplicasOverEtcd runs docs/install.md's "Replicas over etcd" with
+// Helm on a real node whose kube-apiserver keeps the events in an etcd of
+// their own (nodecluster.Options.EventsEtcd), reached in the cluster as
+// the page names it, etcd-events.kube-system.svc:2379 (a Service without
+// selector and its EndpointSlice, as a cluster's would be), then reads the
+// events the kubelet and the controllers wrote, through kube-apiserver,
+// into that etcd, with the page's reading blocks: eventsd serves them
+// without mirroring anything. Then: an event created through kube-apiserver
+// reaches a watch of eventsd's within eventLag, and a killed replica
+// leaves the Service answering from the others.
+//
+// What differs from the page, as the page itself says for an etcd without
+// TLS ("without tlsSecretName for plain HTTP"): the values file's server is
+// http:// instead of https://, its tlsSecretName line is dropped, and the
+// block creating the client certificate's Secret is not run (there is no
+// certificate). kubectl port-forward listens on a free port instead of
+// 8080, and the page's three reading blocks run as one (its port-forward
+// ends with its block), waiting for the port-forward to listen.
+func TestReplicasOverEtcd(t *testing.T) {
+	md, err := doctest.Read(installDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, err := doctest.Section(md, replicasTitle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := doctest.Blocks(section, "sh")
+	if len(blocks) != 4 || !strings.HasPrefix(blocks[0], "cat >replicas.yaml") || !strings.Contains(blocks[1], "create secret generic eventsd-etcd-client") ||
+		!strings.HasPrefix(blocks[2], "helm install eventsd deploy/helm/eventsd") || !strings.HasPrefix(blocks[3], "kubectl apply -k deploy/kustomize/replicas") {
+		t.Fatalf("%s's %q has %d sh blocks %q: want the values file, the etcd client Secret, the helm install and the kubectl apply -k", installDoc, replicasTitle, len(blocks), blocks)
+	}
+	values := plainEtcd(t, blocks[0])
+	image := imageOf(t, values)
+	reading, err := doctest.Section(md, readingTitle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBlocks := doctest.Blocks(reading, "sh")
+	if len(readBlocks) != 3 || !strings.Contains(readBlocks[1], "port-forward svc/eventsd 8080 &") {
+		t.Fatalf("%s's %q has %d sh blocks %q: want the CA, the port-forward and the reading", installDoc, readingTitle, len(readBlocks), readBlocks)
+	}
+
+	helm := helmbin.ForTest(t)
+	kubectl := eventsdtest.Kubectl(t)
+	evctl := buildEvctl(t)
+	work := t.TempDir()
+	// The image as the values file names it, built before the cluster
+	// starts (the build is the slow part).
+	imageTar := filepath.Join(work, "eventsd-image.tar")
+	goRun(t, "-C", "tools/image", ".", "--name", image, "--output", imageTar)
+
+	begun := time.Now()
+	c := nodecluster.StartTest(t, nodecluster.Options{EventsEtcd: true})
+	ctx := context.Background()
+	cs := c.Client()
+	if err := c.ImportImage(imageTar); err != nil {
+		t.Fatal(err)
+	}
+	etcdURL, err := url.Parse(c.EventsEtcdURL())
+	if err != nil || etcdURL.Host == "" {
+		t.Fatalf("the events etcd's URL %q: %v", c.EventsEtcdURL(), err)
+	}
+	exposeEtcd(t, cs, etcdURL.Host)
+
+	bin := t.TempDir()
+	for name, target := range map[string]string{"helm": helm, "kubectl": kubectl, "evctl": evctl} {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(doctest.Root(), "deploy"), filepath.Join(work, "deploy")); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	sh := shell{dir: work, env: append(os.Environ(),
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+c.Kubeconfig(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"),
+		"DOCKER_CONFIG="+filepath.Join(home, "docker"),
+	)}
+
+	// A crashlooping workload, whose events the kubelet and the
+	// controllers write through kube-apiserver into the events etcd.
+	crashloop(t, cs, "shop", "web")
+
+	// 1. The values file and the namespace; the namespace enforces the
+	// restricted Pod Security Standard before anything runs in it (a
+	// replica that violates it is never made); the helm install.
+	sh.run(t, values)
+	enforceRestricted(t, c.RESTConfig())
+	sh.run(t, blocks[2])
+	waitFor(t, 3*time.Minute, "the Deployment's 3 replicas Ready", func() (bool, string) {
+		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "eventsd", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return d.Status.ReadyReplicas == 3 && d.Status.UpdatedReplicas == 3, fmt.Sprintf("%d of %d ready %v", d.Status.ReadyReplicas, d.Status.Replicas, d.Status.Conditions)
+	})
+	t.Logf("3 replicas Ready %v after the cluster's start", time.Since(begun).Round(time.Second))
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "eventsd", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
+	if strings.Contains(args, "--source") || !strings.Contains(args, "--etcd-servers=http://etcd-events.kube-system.svc:2379") {
+		t.Errorf("the replicas run %s: want the events etcd by its Service's name, no mirror", args)
+	}
+
+	// 2. The kubelet's events for web, in the events etcd (kube-apiserver
+	// wrote them there), read through eventsd with the page's blocks.
+	waitEvent(t, cs, "shop", "BackOff")
+	if n := etcdKeys(t, c.EventsEtcdURL(), "/registry/events/shop/"); n == 0 {
+		t.Fatalf("the events etcd has no key under /registry/events/shop/")
+	}
+	port := freePort(t)
+	read := strings.Join([]string{
+		readBlocks[0],
+		strings.Replace(readBlocks[1], "svc/eventsd 8080", "svc/eventsd "+port+":8080", 1),
+		"for i in $(seq 100); do (: </dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && break; sleep 0.1; done",
+		strings.ReplaceAll(readBlocks[2], "127.0.0.1:8080", "127.0.0.1:"+port),
+	}, "\n")
+	out := sh.run(t, read)
+	for _, want := range []string{"BackOff", "Scheduled", "SuccessfulCreate", "ScalingReplicaSet", "web-"} {
+		// Twice: kubectl's table and evctl's.
+		if strings.Count(out, want) < 2 {
+			t.Errorf("the page's kubectl and evctl through eventsd printed %q %d times, want both to print it", want, strings.Count(out, want))
+		}
+	}
+
+	// 3. An event created through kube-apiserver reaches a watch of
+	// eventsd's.
+	token := viewerToken(t, cs)
+	ca, err := os.ReadFile(filepath.Join(work, "eventsd-ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pfPort := portForward(t, kubectl, c.Kubeconfig(), "svc/eventsd")
+	ecs, err := kubernetes.NewForConfig(&rest.Config{Host: "https://127.0.0.1:" + pfPort, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventReachesEventsd(t, cs, ecs)
+
+	// 4. A replica killed: the Service goes on answering, from the others.
+	killReplica(t, c, kubectl, ca, token)
+	t.Logf("the test took %v from the cluster's start", time.Since(begun).Round(time.Second))
+}
+
+// plainEtcd is the page's values block for an etcd without TLS, as the
+// page says: http://, no tlsSecretName. Each substitution must apply once.
+func plainEtcd(t *testing.T, block string) string {
+	t.Helper()
+	for old, repl := range map[string]string{
+		"https://etcd-events.kube-system.svc:2379": "http://etcd-events.kube-system.svc:2379",
+		"    tlsSecretName: eventsd-etcd-client\n": "",
+	} {
+		if n := strings.Count(block, old); n != 1 {
+			t.Fatalf("the values block has %q %d times, want once:\n%s", old, n, block)
+		}
+		block = strings.Replace(block, old, repl, 1)
+	}
+	return block
+}
+
+// imageOf is the image the values block installs (image.repository and
+// image.tag).
+func imageOf(t *testing.T, block string) string {
+	t.Helper()
+	repo := regexp.MustCompile(`(?m)^  repository: (\S+)$`).FindStringSubmatch(block)
+	tag := regexp.MustCompile(`(?m)^  tag: (\S+)$`).FindStringSubmatch(block)
+	if repo == nil || tag == nil {
+		t.Fatalf("the values block names no image.repository and image.tag:\n%s", block)
+	}
+	return repo[1] + ":" + tag[1]
+}
+
+// exposeEtcd makes the events etcd at hostPort reachable in the cluster as
+// etcd-events.kube-system.svc:2379, as a cluster's own events etcd: a
+// Service without selector and an EndpointSlice with the etcd's address.
+func exposeEtcd(t *testing.T, cs kubernetes.Interface, hostPort string) {
+	t.Helper()
+	ctx := context.Background()
+	host, portStr, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var port int32
+	if _, err := fmt.Sscan(portStr, &port); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: etcdService, Namespace: "kube-system"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "client", Port: etcdPort, Protocol: corev1.ProtocolTCP}}},
+	}
+	if _, err := cs.CoreV1().Services("kube-system").Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: etcdService + "-1", Namespace: "kube-system",
+			Labels: map[string]string{discoveryv1.LabelServiceName: etcdService, discoveryv1.LabelManagedBy: "replicas-test"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("client"), Port: &port, Protocol: ptr.To(corev1.ProtocolTCP)}},
+	}
+	if _, err := cs.DiscoveryV1().EndpointSlices("kube-system").Create(ctx, slice, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// enforceRestricted labels the namespace to enforce the restricted Pod
+// Security Standard.
+func enforceRestricted(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := cs.CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := cs.CoreV1().Namespaces().Update(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// etcdKeys counts the keys under prefix in the etcd at endpoint.
+func etcdKeys(t *testing.T, endpoint, prefix string) int64 {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Count
+}
+
+// viewerToken is a token of the chart's eventsd-viewer.
+func viewerToken(t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), "eventsd-viewer", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// portForward runs kubectl port-forward to target in ns on a free port
+// until the test ends, and returns the port once it listens.
+func portForward(t *testing.T, kubectl, kubeconfig, target string) string {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", ns, "port-forward", target, port+":8080")
+	var log syncWriter
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	waitFor(t, 30*time.Second, "kubectl port-forward listening", func() (bool, string) {
+		conn, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err == nil {
+			conn.Close()
+			return true, ""
+		}
+		return false, log.String()
+	})
+	return port
+}
+
+// eventReachesEventsd creates an event through kube-apiserver (cs) and
+// waits for it on a watch of eventsd's (ecs), at most eventLag.
+func eventReachesEventsd(t *testing.T, cs, ecs kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	list, err := ecs.CoreV1().Events("shop").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("listing shop's events through eventsd: %v", err)
+	}
+	w, err := ecs.CoreV1().Events("shop").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatalf("watching shop's events through eventsd: %v", err)
+	}
+	defer w.Stop()
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "web.probe", Namespace: "shop"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Deployment", Namespace: "shop", Name: "web", APIVersion: "apps/v1"},
+		Reason:         "Probe", Message: "written through kube-apiserver", Type: corev1.EventTypeNormal,
+		Source:         corev1.EventSource{Component: "replicas-test"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	created := time.Now()
+	if _, err := cs.CoreV1().Events("shop").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(eventLag)
+	for {
+		select {
+		case e, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("eventsd's watch ended before the event created through kube-apiserver arrived")
+			}
+			if e.Type == watch.Error {
+				t.Fatalf("eventsd's watch: %v", e.Object)
+			}
+			if got, isEvent := e.Object.(*corev1.Event); isEvent && e.Type == watch.Added && got.Name == ev.Name {
+				t.Logf("the event created through kube-apiserver reached eventsd's watch in %v", time.Since(created).Round(time.Millisecond))
+				return
+			}
+		case <-timeout:
+			t.Fatalf("the event created through kube-apiserver did not reach eventsd's watch within %v", eventLag)
+		}
+	}
+}
+
+// killReplica asks the Service eventsd for shop's events every 200 ms
+// with kubectl from a client pod's network namespace, new connections
+// each time (kube-proxy picks a replica per connection), kills one replica
+// (no grace period), and checks that the Service answered before the replacement was Ready
+// (the other replicas served) and failed no request later than a few
+// seconds after the kill (kube-proxy drops the dead endpoint).
+func killReplica(t *testing.T, c *nodecluster.Cluster, kubectl string, ca []byte, token string) {
+	t.Helper()
+	ctx := context.Background()
+	cs := c.Client()
+	svc, err := cs.CoreV1().Services(ns).Get(ctx, "eventsd", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	netns := clientPodNetNS(t, c, "shop", "eventsd-client")
+	// kubectl, a process per request: its own connections, in the pod's
+	// network namespace (nsenter), to the Service's address, verifying
+	// the certificate for the Service's name.
+	dir := t.TempDir()
+	caFile, kubeconfig := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	probe := func() error {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(pctx, "nsenter", "--net="+netns, kubectl,
+			"--server", "https://"+net.JoinHostPort(svc.Spec.ClusterIP, "8080"), "--tls-server-name", "eventsd.kubevents.svc",
+			"--certificate-authority", caFile, "--token", token, "--cache-dir", filepath.Join(dir, "cache"), "--request-timeout", "3s",
+			"get", "events", "-n", "shop", "-o", "name")
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "event/") {
+			return fmt.Errorf("%v: %.300s", err, out)
+		}
+		return nil
+	}
+	type result struct {
+		at  time.Time
+		err error
+	}
+	var (
+		mu      sync.Mutex
+		results []result
+	)
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for pctx.Err() == nil {
+			err := probe()
+			mu.Lock()
+			results = append(results, result{time.Now(), err})
+			mu.Unlock()
+			select {
+			case <-pctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	defer func() { stop(); <-done }()
+	waitFor(t, time.Minute, "5 answers of the Service", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		oks, last := 0, ""
+		for _, r := range results {
+			if r.err == nil {
+				oks++
+			} else {
+				last = r.err.Error()
+			}
+		}
+		return oks >= 5, fmt.Sprintf("%d of %d; the last failure: %s", oks, len(results), last)
+	})
+
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=eventsd"})
+	if err != nil || len(pods.Items) != 3 {
+		t.Fatalf("the replicas: %v, %v", pods, err)
+	}
+	victim := pods.Items[0].Name
+	killed := time.Now()
+	if err := cs.CoreV1().Pods(ns).Delete(ctx, victim, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	// The replacement's Ready time (whole seconds: the condition's).
+	var replacementReady time.Time
+	waitFor(t, 3*time.Minute, "a replacement of "+victim+" Ready", func() (bool, string) {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=eventsd"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range l.Items {
+			if p.CreationTimestamp.Time.Before(killed.Truncate(time.Second)) || !podReady(&p) {
+				continue
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady {
+					replacementReady = c.LastTransitionTime.Time
+				}
+			}
+			return true, ""
+		}
+		return false, fmt.Sprintf("%d pods", len(l.Items))
+	})
+	time.Sleep(3 * time.Second) // a few more requests, all replicas back
+	stop()
+	<-done
+	var before, after, fails int
+	var lastFail time.Time
+	var failures []string
+	for _, r := range results {
+		if r.at.Before(killed) {
+			continue
+		}
+		switch {
+		case r.err != nil:
+			fails++
+			lastFail = r.at
+			failures = append(failures, fmt.Sprintf("+%v: %v", r.at.Sub(killed).Round(time.Millisecond), r.err))
+		case r.at.Before(replacementReady):
+			before++
+		default:
+			after++
+		}
+	}
+	t.Logf("after %s was killed: %d answers before its replacement was Ready (%v later), %d after, %d failures %q",
+		victim, before, replacementReady.Sub(killed).Round(time.Millisecond), after, fails, failures)
+	if before == 0 {
+		t.Errorf("the Service answered no request between %s's kill and its replacement's readiness", victim)
+	}
+	if after == 0 {
+		t.Errorf("the Service answered no request after the replacement was Ready")
+	}
+	if fails > 0 && lastFail.Sub(killed) > 5*time.Second {
+		t.Errorf("the Service failed a request %v after the kill: want none after 5 s", lastFail.Sub(killed))
+	}
+}
+
+// clientPodNetNS runs a pod that sleeps and returns the path of its
+// network namespace, its container's process's.
+func clientPodNetNS(t *testing.T, c *nodecluster.Cluster, namespace, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "main", Image: nodecluster.Image, ImagePullPolicy: corev1.PullIfNotPresent,
+			Command: []string{"sleep", "3600"},
+		}}},
+	}
+	if _, err := c.Client().CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPodReady(t, c.Client(), namespace, name)
+	rt, closeRT, err := c.Containerd().Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeRT()
+	l, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": namespace, "io.kubernetes.pod.name": name},
+	}})
+	if err != nil || len(l.Containers) != 1 {
+		t.Fatalf("%s's running containers: %v, %v", name, l, err)
+	}
+	st, err := rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: l.Containers[0].Id, Verbose: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Pid int `json:"pid"`
+	}
+	if err := json.Unmarshal([]byte(st.Info["info"]), &info); err != nil || info.Pid == 0 {
+		t.Fatalf("%s's container's pid in %.300q: %v", name, st.Info["info"], err)
+	}
+	return fmt.Sprintf("/proc/%d/ns/net", info.Pid)
+}
