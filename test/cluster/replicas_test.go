@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -90,44 +92,9 @@ func TestReplicasOverEtcd(t *testing.T) {
 		t.Fatalf("%s's %q has %d sh blocks %q: want the CA, the port-forward and the reading", installDoc, readingTitle, len(readBlocks), readBlocks)
 	}
 
-	helm := helmbin.ForTest(t)
-	kubectl := eventsdtest.Kubectl(t)
-	evctl := buildEvctl(t)
-	work := t.TempDir()
-	// The image as the values file names it, built before the cluster
-	// starts (the build is the slow part).
-	imageTar := filepath.Join(work, "eventsd-image.tar")
-	goRun(t, "-C", "tools/image", ".", "--name", image, "--output", imageTar)
-
-	begun := time.Now()
-	c := nodecluster.StartTest(t, nodecluster.Options{EventsEtcd: true})
+	r := startReplicasCluster(t, []string{"--name", image})
+	c, cs, sh, kubectl := r.c, r.c.Client(), r.sh, r.kubectl
 	ctx := context.Background()
-	cs := c.Client()
-	if err := c.ImportImage(imageTar); err != nil {
-		t.Fatal(err)
-	}
-	etcdURL, err := url.Parse(c.EventsEtcdURL())
-	if err != nil || etcdURL.Host == "" {
-		t.Fatalf("the events etcd's URL %q: %v", c.EventsEtcdURL(), err)
-	}
-	exposeEtcd(t, cs, etcdURL.Host)
-
-	bin := t.TempDir()
-	for name, target := range map[string]string{"helm": helm, "kubectl": kubectl, "evctl": evctl} {
-		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(filepath.Join(doctest.Root(), "deploy"), filepath.Join(work, "deploy")); err != nil {
-		t.Fatal(err)
-	}
-	home := t.TempDir()
-	sh := shell{dir: work, env: append(os.Environ(),
-		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"KUBECONFIG="+c.Kubeconfig(),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"),
-		"DOCKER_CONFIG="+filepath.Join(home, "docker"),
-	)}
 
 	// A crashlooping workload, whose events the kubelet and the
 	// controllers write through kube-apiserver into the events etcd.
@@ -139,14 +106,8 @@ func TestReplicasOverEtcd(t *testing.T) {
 	sh.run(t, values)
 	enforceRestricted(t, c.RESTConfig())
 	sh.run(t, blocks[2])
-	waitFor(t, 3*time.Minute, "the Deployment's 3 replicas Ready", func() (bool, string) {
-		d, err := cs.AppsV1().Deployments(ns).Get(ctx, "eventsd", metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return d.Status.ReadyReplicas == 3 && d.Status.UpdatedReplicas == 3, fmt.Sprintf("%d of %d ready %v", d.Status.ReadyReplicas, d.Status.Replicas, d.Status.Conditions)
-	})
-	t.Logf("3 replicas Ready %v after the cluster's start", time.Since(begun).Round(time.Second))
+	waitReplicasReady(t, cs, 3)
+	t.Logf("3 replicas Ready %v after the cluster's start", time.Since(r.begun).Round(time.Second))
 	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "eventsd", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +141,7 @@ func TestReplicasOverEtcd(t *testing.T) {
 	// 3. An event created through kube-apiserver reaches a watch of
 	// eventsd's.
 	token := viewerToken(t, cs)
-	ca, err := os.ReadFile(filepath.Join(work, "eventsd-ca.crt"))
+	ca, err := os.ReadFile(filepath.Join(sh.dir, "eventsd-ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +154,199 @@ func TestReplicasOverEtcd(t *testing.T) {
 
 	// 4. A replica killed: the Service goes on answering, from the others.
 	killReplica(t, c, kubectl, ca, token)
-	t.Logf("the test took %v from the cluster's start", time.Since(begun).Round(time.Second))
+	t.Logf("the test took %v from the cluster's start", time.Since(r.begun).Round(time.Second))
+}
+
+// kustomizeOverlay is the overlay docs/install.md describes for
+// deploy/kustomize/replicas ("takes the same settings from its ConfigMap
+// eventsd-etcd (set them from an overlay) and replicas:"), for the
+// cluster's events etcd over plain HTTP, with three replicas.
+const kustomizeOverlay = `apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../deploy/kustomize/replicas
+configMapGenerator:
+  - name: eventsd-etcd
+    namespace: kubevents
+    behavior: merge
+    literals:
+      - ETCD_SERVERS=http://etcd-events.kube-system.svc:2379
+replicas:
+  - name: eventsd
+    count: 3
+`
+
+// TestKustomizeReplicasOverEtcd runs docs/install.md's `kubectl apply -k
+// deploy/kustomize/replicas` on a node like TestReplicasOverEtcd's, through
+// an overlay (kustomizeOverlay) as the page says: the base's etcd is
+// https://etcd-events.kube-system.svc:2379, this one serves plain HTTP.
+// The base serves plain HTTP too, where kubectl and evctl send no token:
+// the events are read with the viewer's token over HTTP (as a browser
+// does) through a port-forward, and without a token they are refused.
+func TestKustomizeReplicasOverEtcd(t *testing.T) {
+	md, err := doctest.Read(installDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, err := doctest.Section(md, replicasTitle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const apply = "kubectl apply -k deploy/kustomize/replicas"
+	var block string
+	for _, b := range doctest.Blocks(section, "sh") {
+		if strings.TrimSpace(b) == apply {
+			block = b
+		}
+	}
+	if block == "" {
+		t.Fatalf("%s's %q has no block %q", installDoc, replicasTitle, apply)
+	}
+	// The base's image, as tools/image names it by default.
+	r := startReplicasCluster(t, nil)
+	cs := r.c.Client()
+	ctx := context.Background()
+	crashloop(t, cs, "shop", "web")
+
+	if err := os.MkdirAll(filepath.Join(r.sh.dir, "my-replicas"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.sh.dir, "my-replicas", "kustomization.yaml"), []byte(kustomizeOverlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.sh.run(t, strings.Replace(block, "deploy/kustomize/replicas", "my-replicas", 1))
+	waitReplicasReady(t, cs, 3)
+	t.Logf("3 replicas Ready %v after the cluster's start", time.Since(r.begun).Round(time.Second))
+	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "eventsd", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := ""
+	for _, e := range d.Spec.Template.Spec.Containers[0].EnvFrom {
+		if e.ConfigMapRef != nil {
+			cm = e.ConfigMapRef.Name
+		}
+	}
+	etcdConfig, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, cm, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the replicas' ConfigMap %q: %v", cm, err)
+	}
+	if got := etcdConfig.Data["ETCD_SERVERS"]; got != "http://etcd-events.kube-system.svc:2379" || etcdConfig.Data["ETCD_PREFIX"] != "/registry" {
+		t.Errorf("the overlay's %s has ETCD_SERVERS=%q, ETCD_PREFIX=%q: want the overlay's server merged into the base's settings", cm, got, etcdConfig.Data["ETCD_PREFIX"])
+	}
+
+	waitEvent(t, cs, "shop", "BackOff")
+	port := portForward(t, r.kubectl, r.c.Kubeconfig(), "svc/eventsd")
+	get := func(token string) (int, []byte) {
+		req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+port+"/api/v1/namespaces/shop/events", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, body
+	}
+	if code, body := get(""); code != http.StatusUnauthorized && code != http.StatusForbidden {
+		t.Errorf("without a token, eventsd answered %d: %.300s", code, body)
+	}
+	code, body := get(viewerToken(t, cs))
+	if code != http.StatusOK {
+		t.Fatalf("with the viewer's token, eventsd answered %d: %.300s", code, body)
+	}
+	var list corev1.EventList
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]bool{}
+	for _, e := range list.Items {
+		if strings.HasPrefix(e.InvolvedObject.Name, "web-") {
+			reasons[e.Reason] = true
+		}
+	}
+	for _, want := range []string{"Scheduled", "Started", "BackOff"} {
+		if !reasons[want] {
+			t.Errorf("eventsd's events of web's pod have no %s: %v", want, reasons)
+		}
+	}
+	t.Logf("the test took %v from the cluster's start", time.Since(r.begun).Round(time.Second))
+}
+
+// replicasCluster is a node whose events are in an etcd of their own,
+// reached in the cluster as etcd-events.kube-system.svc:2379, with
+// eventsd's image on it and a shell for the page's blocks.
+type replicasCluster struct {
+	c       *nodecluster.Cluster
+	sh      shell
+	kubectl string
+	// begun is when the cluster started.
+	begun time.Time
+}
+
+// startReplicasCluster builds the image (tools/image with imageArgs,
+// before the cluster starts: the build is the slow part), starts the
+// node, imports the image, exposes the events etcd by name and makes the
+// shell (helm, kubectl, evctl; deploy/ beside its directory).
+func startReplicasCluster(t *testing.T, imageArgs []string) replicasCluster {
+	t.Helper()
+	helm := helmbin.ForTest(t)
+	kubectl := eventsdtest.Kubectl(t)
+	evctl := buildEvctl(t)
+	work := t.TempDir()
+	imageTar := filepath.Join(work, "eventsd-image.tar")
+	goRun(t, append([]string{"-C", "tools/image", ".", "--output", imageTar}, imageArgs...)...)
+
+	begun := time.Now()
+	c := nodecluster.StartTest(t, nodecluster.Options{EventsEtcd: true})
+	if err := c.ImportImage(imageTar); err != nil {
+		t.Fatal(err)
+	}
+	etcdURL, err := url.Parse(c.EventsEtcdURL())
+	if err != nil || etcdURL.Host == "" {
+		t.Fatalf("the events etcd's URL %q: %v", c.EventsEtcdURL(), err)
+	}
+	exposeEtcd(t, c.Client(), etcdURL.Host)
+
+	bin := t.TempDir()
+	for name, target := range map[string]string{"helm": helm, "kubectl": kubectl, "evctl": evctl} {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(doctest.Root(), "deploy"), filepath.Join(work, "deploy")); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	sh := shell{dir: work, env: append(os.Environ(),
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+c.Kubeconfig(),
+		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"),
+		"DOCKER_CONFIG="+filepath.Join(home, "docker"),
+	)}
+	return replicasCluster{c: c, sh: sh, kubectl: kubectl, begun: begun}
+}
+
+// waitReplicasReady waits for the Deployment eventsd's n replicas, all
+// of its current template, to be Ready.
+func waitReplicasReady(t *testing.T, cs kubernetes.Interface, n int32) {
+	t.Helper()
+	waitFor(t, 3*time.Minute, fmt.Sprintf("the Deployment's %d replicas Ready", n), func() (bool, string) {
+		d, err := cs.AppsV1().Deployments(ns).Get(context.Background(), "eventsd", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return d.Status.ReadyReplicas == n && d.Status.UpdatedReplicas == n && d.Status.Replicas == n,
+			fmt.Sprintf("%d of %d ready, %d updated %v", d.Status.ReadyReplicas, d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.Conditions)
+	})
 }
 
 // plainEtcd is the page's values block for an etcd without TLS, as the
