@@ -68,26 +68,14 @@ const (
 // 8080, and the page's three reading blocks run as one (its port-forward
 // ends with its block), waiting for the port-forward to listen.
 func TestReplicasOverEtcd(t *testing.T) {
-	md, err := doctest.Read(installDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	section, err := doctest.Section(md, replicasTitle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := doctest.Blocks(section, "sh")
+	blocks := doctest.Blocks(installSection(t, replicasTitle), "sh")
 	if len(blocks) != 4 || !strings.HasPrefix(blocks[0], "cat >replicas.yaml") || !strings.Contains(blocks[1], "create secret generic eventsd-etcd-client") ||
 		!strings.HasPrefix(blocks[2], "helm install eventsd deploy/helm/eventsd") || !strings.HasPrefix(blocks[3], "kubectl apply -k deploy/kustomize/replicas") {
 		t.Fatalf("%s's %q has %d sh blocks %q: want the values file, the etcd client Secret, the helm install and the kubectl apply -k", installDoc, replicasTitle, len(blocks), blocks)
 	}
 	values := plainEtcd(t, blocks[0])
 	image := imageOf(t, values)
-	reading, err := doctest.Section(md, readingTitle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBlocks := doctest.Blocks(reading, "sh")
+	readBlocks := doctest.Blocks(installSection(t, readingTitle), "sh")
 	if len(readBlocks) != 3 || !strings.Contains(readBlocks[1], "port-forward svc/eventsd 8080 &") {
 		t.Fatalf("%s's %q has %d sh blocks %q: want the CA, the port-forward and the reading", installDoc, readingTitle, len(readBlocks), readBlocks)
 	}
@@ -131,10 +119,16 @@ func TestReplicasOverEtcd(t *testing.T) {
 		strings.ReplaceAll(readBlocks[2], "127.0.0.1:8080", "127.0.0.1:"+port),
 	}, "\n")
 	out := sh.run(t, read)
-	for _, want := range []string{"BackOff", "Scheduled", "SuccessfulCreate", "ScalingReplicaSet", "web-"} {
-		// Twice: kubectl's table and evctl's.
-		if strings.Count(out, want) < 2 {
-			t.Errorf("the page's kubectl and evctl through eventsd printed %q %d times, want both to print it", want, strings.Count(out, want))
+	// kubectl's table, then evctl's, each with its header.
+	tables := strings.Split(out, "NAMESPACE   LAST SEEN")
+	if len(tables) != 3 {
+		t.Fatalf("the page's kubectl and evctl through eventsd printed %d tables, want 2", len(tables)-1)
+	}
+	for i, tool := range []string{"kubectl", "evctl"} {
+		for _, want := range []string{"BackOff", "Scheduled", "SuccessfulCreate", "ScalingReplicaSet", "web-"} {
+			if !strings.Contains(tables[i+1], want) {
+				t.Errorf("the page's %s through eventsd printed no %q", tool, want)
+			}
 		}
 	}
 
@@ -184,17 +178,9 @@ replicas:
 // the events are read with the viewer's token over HTTP (as a browser
 // does) through a port-forward, and without a token they are refused.
 func TestKustomizeReplicasOverEtcd(t *testing.T) {
-	md, err := doctest.Read(installDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	section, err := doctest.Section(md, replicasTitle)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const apply = "kubectl apply -k deploy/kustomize/replicas"
 	var block string
-	for _, b := range doctest.Blocks(section, "sh") {
+	for _, b := range doctest.Blocks(installSection(t, replicasTitle), "sh") {
 		if strings.TrimSpace(b) == apply {
 			block = b
 		}
@@ -279,6 +265,20 @@ func TestKustomizeReplicasOverEtcd(t *testing.T) {
 		}
 	}
 	t.Logf("the test took %v from the cluster's start", time.Since(r.begun).Round(time.Second))
+}
+
+// installSection is docs/install.md's section under the heading title.
+func installSection(t *testing.T, title string) string {
+	t.Helper()
+	md, err := doctest.Read(installDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, err := doctest.Section(md, title)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return section
 }
 
 // replicasCluster is a node whose events are in an etcd of their own,
