@@ -147,7 +147,12 @@ func TestReplicasOverEtcd(t *testing.T) {
 	eventReachesEventsd(t, cs, ecs)
 
 	// 4. A replica killed: the Service goes on answering, from the others.
-	killReplica(t, c, kubectl, ca, token)
+	p := startProber(t, c, kubectl, ca, token)
+	killReplica(t, cs, p)
+
+	// 5. docs/install.md's upgrade, verbatim: the Service answers
+	// throughout.
+	upgradeReplicas(t, c, sh, image, p)
 	t.Logf("the test took %v from the cluster's start", time.Since(r.begun).Round(time.Second))
 }
 
@@ -532,24 +537,32 @@ func eventReachesEventsd(t *testing.T, cs, ecs kubernetes.Interface) {
 	}
 }
 
-// killReplica asks the Service eventsd for shop's events every 200 ms
-// with kubectl from a client pod's network namespace, new connections
-// each time (kube-proxy picks a replica per connection), kills one replica
-// (no grace period), and checks that the Service answered before the replacement was Ready
-// (the other replicas served) and failed no request later than a few
-// seconds after the kill (kube-proxy drops the dead endpoint).
-func killReplica(t *testing.T, c *nodecluster.Cluster, kubectl string, ca []byte, token string) {
+// prober asks the Service eventsd for shop's events every 200 ms with
+// kubectl from a client pod's network namespace, new connections each
+// time (kube-proxy picks a replica per connection), verifying the
+// certificate for the Service's name, and records each answer.
+type prober struct {
+	mu      sync.Mutex
+	results []probeResult
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+type probeResult struct {
+	at  time.Time
+	err error
+}
+
+// startProber starts a prober, stopped when the test ends, and waits for
+// its first 5 answers.
+func startProber(t *testing.T, c *nodecluster.Cluster, kubectl string, ca []byte, token string) *prober {
 	t.Helper()
 	ctx := context.Background()
-	cs := c.Client()
-	svc, err := cs.CoreV1().Services(ns).Get(ctx, "eventsd", metav1.GetOptions{})
+	svc, err := c.Client().CoreV1().Services(ns).Get(ctx, "eventsd", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	netns := clientPodNetNS(t, c, "shop", "eventsd-client")
-	// kubectl, a process per request: its own connections, in the pod's
-	// network namespace (nsenter), to the Service's address, verifying
-	// the certificate for the Service's name.
 	dir := t.TempDir()
 	caFile, kubeconfig := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(caFile, ca, 0o600); err != nil {
@@ -558,10 +571,10 @@ func killReplica(t *testing.T, c *nodecluster.Cluster, kubectl string, ca []byte
 	if err := os.WriteFile(kubeconfig, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	probe := func() error {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	probe := func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(pctx, "nsenter", "--net="+netns, kubectl,
+		cmd := exec.CommandContext(ctx, "nsenter", "--net="+netns, kubectl,
 			"--server", "https://"+net.JoinHostPort(svc.Spec.ClusterIP, "8080"), "--tls-server-name", "eventsd.kubevents.svc",
 			"--certificate-authority", caFile, "--token", token, "--cache-dir", filepath.Join(dir, "cache"), "--request-timeout", "3s",
 			"get", "events", "-n", "shop", "-o", "name")
@@ -572,44 +585,64 @@ func killReplica(t *testing.T, c *nodecluster.Cluster, kubectl string, ca []byte
 		}
 		return nil
 	}
-	type result struct {
-		at  time.Time
-		err error
-	}
-	var (
-		mu      sync.Mutex
-		results []result
-	)
 	pctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
+	p := &prober{stop: stop, done: make(chan struct{})}
 	go func() {
-		defer close(done)
+		defer close(p.done)
 		for pctx.Err() == nil {
-			err := probe()
-			mu.Lock()
-			results = append(results, result{time.Now(), err})
-			mu.Unlock()
+			err := probe(pctx)
+			if pctx.Err() != nil {
+				return
+			}
+			p.mu.Lock()
+			p.results = append(p.results, probeResult{time.Now(), err})
+			p.mu.Unlock()
 			select {
 			case <-pctx.Done():
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
 	}()
-	defer func() { stop(); <-done }()
+	t.Cleanup(p.close)
 	waitFor(t, time.Minute, "5 answers of the Service", func() (bool, string) {
-		mu.Lock()
-		defer mu.Unlock()
 		oks, last := 0, ""
-		for _, r := range results {
+		for _, r := range p.since(time.Time{}) {
 			if r.err == nil {
 				oks++
 			} else {
 				last = r.err.Error()
 			}
 		}
-		return oks >= 5, fmt.Sprintf("%d of %d; the last failure: %s", oks, len(results), last)
+		return oks >= 5, fmt.Sprintf("%d; the last failure: %s", oks, last)
 	})
+	return p
+}
 
+// since are the answers recorded from start on.
+func (p *prober) since(start time.Time) []probeResult {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var rs []probeResult
+	for _, r := range p.results {
+		if !r.at.Before(start) {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+func (p *prober) close() {
+	p.stop()
+	<-p.done
+}
+
+// killReplica kills one replica (no grace period) while p probes, and
+// checks that the Service answered before the replacement was Ready (the
+// other replicas served) and failed no request later than a few seconds
+// after the kill (kube-proxy drops the dead endpoint).
+func killReplica(t *testing.T, cs kubernetes.Interface, p *prober) {
+	t.Helper()
+	ctx := context.Background()
 	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=eventsd"})
 	if err != nil || len(pods.Items) != 3 {
 		t.Fatalf("the replicas: %v, %v", pods, err)
@@ -640,18 +673,12 @@ func killReplica(t *testing.T, c *nodecluster.Cluster, kubectl string, ca []byte
 		return false, fmt.Sprintf("%d pods", len(l.Items))
 	})
 	time.Sleep(3 * time.Second) // a few more requests, all replicas back
-	stop()
-	<-done
-	var before, after, fails int
+	var before, after int
 	var lastFail time.Time
 	var failures []string
-	for _, r := range results {
-		if r.at.Before(killed) {
-			continue
-		}
+	for _, r := range p.since(killed) {
 		switch {
 		case r.err != nil:
-			fails++
 			lastFail = r.at
 			failures = append(failures, fmt.Sprintf("+%v: %v", r.at.Sub(killed).Round(time.Millisecond), r.err))
 		case r.at.Before(replacementReady):
@@ -661,15 +688,66 @@ func killReplica(t *testing.T, c *nodecluster.Cluster, kubectl string, ca []byte
 		}
 	}
 	t.Logf("after %s was killed: %d answers before its replacement was Ready (%v later), %d after, %d failures %q",
-		victim, before, replacementReady.Sub(killed).Round(time.Millisecond), after, fails, failures)
+		victim, before, replacementReady.Sub(killed).Round(time.Millisecond), after, len(failures), failures)
 	if before == 0 {
 		t.Errorf("the Service answered no request between %s's kill and its replacement's readiness", victim)
 	}
 	if after == 0 {
 		t.Errorf("the Service answered no request after the replacement was Ready")
 	}
-	if fails > 0 && lastFail.Sub(killed) > 5*time.Second {
+	if len(failures) > 0 && lastFail.Sub(killed) > 5*time.Second {
 		t.Errorf("the Service failed a request %v after the kill: want none after 5 s", lastFail.Sub(killed))
+	}
+}
+
+// upgradeReplicas runs docs/install.md's upgrade block (a new image tag,
+// tagged on the node as a push of the new release would name it) while p
+// probes, and checks what the page says of replicas: they roll one at a
+// time with none unavailable, so the Service fails no request.
+func upgradeReplicas(t *testing.T, c *nodecluster.Cluster, sh shell, image string, p *prober) {
+	t.Helper()
+	ctx := context.Background()
+	cs := c.Client()
+	upgrade := installBlock(t, "helm upgrade eventsd deploy/helm/eventsd")
+	tag := regexp.MustCompile(`--set image\.tag=(\S+)`).FindStringSubmatch(upgrade)
+	if tag == nil {
+		t.Fatalf("the upgrade block sets no image.tag: %s", upgrade)
+	}
+	repo, _, _ := strings.Cut(image, ":")
+	newImage := repo + ":" + tag[1]
+	ctr := exec.Command(c.Containerd().Binaries().Ctr(), "--address", c.Containerd().Socket(), "--namespace", "k8s.io", "images", "tag", image, newImage)
+	if out, err := ctr.CombinedOutput(); err != nil {
+		t.Fatalf("ctr images tag: %v\n%s", err, out)
+	}
+	begun := time.Now()
+	sh.run(t, upgrade)
+	waitFor(t, 3*time.Minute, "the replicas rolled to "+newImage, func() (bool, string) {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=eventsd"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var state []string
+		rolled := 0
+		for _, p := range l.Items {
+			if p.Spec.Containers[0].Image == newImage && podReady(&p) && p.DeletionTimestamp == nil {
+				rolled++
+			}
+			state = append(state, fmt.Sprintf("%s %s ready=%v deleting=%v", p.Name, p.Spec.Containers[0].Image, podReady(&p), p.DeletionTimestamp != nil))
+		}
+		return rolled == 3 && len(l.Items) == 3, strings.Join(state, "; ")
+	})
+	rolled := time.Since(begun)
+	time.Sleep(2 * time.Second) // requests after the last old pod went
+	var failures []string
+	rs := p.since(begun)
+	for _, r := range rs {
+		if r.err != nil {
+			failures = append(failures, fmt.Sprintf("+%v: %v", r.at.Sub(begun).Round(time.Millisecond), r.err))
+		}
+	}
+	t.Logf("the replicas rolled to %s in %v: %d requests to the Service, %d failed %q", newImage, rolled.Round(time.Millisecond), len(rs), len(failures), failures)
+	if len(failures) > 0 {
+		t.Errorf("during the upgrade the Service failed %d of %d requests: the page says replicas roll with none unavailable", len(failures), len(rs))
 	}
 }
 
