@@ -57,8 +57,10 @@ const (
 // events the kubelet and the controllers wrote, through kube-apiserver,
 // into that etcd, with the page's reading blocks: eventsd serves them
 // without mirroring anything. Then: an event created through kube-apiserver
-// reaches a watch of eventsd's within eventLag, and a killed replica
-// leaves the Service answering from the others.
+// reaches a watch of eventsd's within eventLag, a killed replica leaves
+// the Service answering from the others, and the page's upgrade block
+// (verbatim: a new image tag) rolls the replicas with the Service
+// answering every request, as the page says ("none unavailable").
 //
 // What differs from the page, as the page itself says for an etcd without
 // TLS ("without tlsSecretName for plain HTTP"): the values file's server is
@@ -66,7 +68,10 @@ const (
 // block creating the client certificate's Secret is not run (there is no
 // certificate). kubectl port-forward listens on a free port instead of
 // 8080, and the page's three reading blocks run as one (its port-forward
-// ends with its block), waiting for the port-forward to listen.
+// ends with its block), waiting for the port-forward to listen. The image
+// is built with tools/image's --name as the values file names it
+// (registry.example.com/kubevents/eventsd:v0.1.0) and imported on the
+// node, as a pull would put it there.
 func TestReplicasOverEtcd(t *testing.T) {
 	blocks := doctest.Blocks(installSection(t, replicasTitle), "sh")
 	if len(blocks) != 4 || !strings.HasPrefix(blocks[0], "cat >replicas.yaml") || !strings.Contains(blocks[1], "create secret generic eventsd-etcd-client") ||
