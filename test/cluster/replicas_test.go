@@ -713,7 +713,7 @@ func upgradeReplicas(t *testing.T, c *nodecluster.Cluster, sh shell, image strin
 	t.Helper()
 	ctx := context.Background()
 	cs := c.Client()
-	upgrade := installBlock(t, "helm upgrade eventsd deploy/helm/eventsd")
+	upgrade := installBlock(t, "helm upgrade eventsd deploy/helm/eventsd --namespace kubevents --reuse-values --set image.tag=")
 	tag := regexp.MustCompile(`--set image\.tag=(\S+)`).FindStringSubmatch(upgrade)
 	if tag == nil {
 		t.Fatalf("the upgrade block sets no image.tag: %s", upgrade)
