@@ -532,6 +532,29 @@ func checkVariant(t *testing.T, v variant) {
 		t.Error("privileged")
 	}
 
+	// A replica keeps serving while kube-proxy drops its endpoint (eventsd
+	// stops listening at SIGTERM), then shuts down within the grace period.
+	if ss == nil {
+		var sleep int64
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
+			sleep = c.Lifecycle.PreStop.Sleep.Seconds
+		}
+		shutdown := 30 * time.Second // eventsd's --shutdown-timeout
+		if v, ok := flagValue(args, "shutdown-timeout"); ok {
+			var err error
+			if shutdown, err = time.ParseDuration(v); err != nil {
+				t.Errorf("--shutdown-timeout=%q: %v", v, err)
+			}
+		}
+		grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+		if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+			grace = *g
+		}
+		if sleep < 1 || time.Duration(grace)*time.Second <= time.Duration(sleep)*time.Second+shutdown {
+			t.Errorf("the replicas' preStop sleep is %d s, their grace period %d s and --shutdown-timeout %v: want a sleep, and the grace period longer than both", sleep, grace, shutdown)
+		}
+	}
+
 	// Probes and resources.
 	_, mirrors := flagValue(args, "source")
 	wantReady := "/readyz"

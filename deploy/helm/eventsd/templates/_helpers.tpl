@@ -215,6 +215,14 @@ spec:
           scheme: {{ include "eventsd.scheme" . }}
         periodSeconds: 5
         failureThreshold: 2
+      {{- if and (eq $backend "etcd") .Values.preStopSleepSeconds (semverCompare ">=1.30-0" .Capabilities.KubeVersion.Version) }}
+      # eventsd stops listening at SIGTERM: a replica keeps serving while
+      # kube-proxy drops its endpoint, so that no connection is refused.
+      lifecycle:
+        preStop:
+          sleep:
+            seconds: {{ .Values.preStopSleepSeconds }}
+      {{- end }}
       {{- with .Values.resources }}
       resources:
         {{- toYaml . | nindent 8 }}
