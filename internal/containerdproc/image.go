@@ -16,7 +16,7 @@ import (
 )
 
 // links are the commands the image links to /bin/busybox.
-var links = []string{"sh", "sleep", "true", "false", "cat", "echo", "kill", "ls", "env", "date", "hostname", "nc", "nslookup", "wget", "ssl_client"}
+var links = []string{"sh", "sleep", "true", "false", "cat", "echo", "kill", "ls", "env", "date", "hostname", "nc", "nslookup", "wget"}
 
 // checkStatic fails unless path is a statically linked ELF executable
 // (one that runs in an image with nothing else in it).

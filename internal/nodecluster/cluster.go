@@ -29,7 +29,8 @@ const NodeName = "node-1"
 
 // Image is the image the node has without a pull, for test workloads:
 // busybox, with /bin/sh, sleep, true, false, cat, echo, kill, ls, env,
-// date, hostname, nc, nslookup and wget (with ssl_client, for https).
+// date, hostname, nc, nslookup and wget (plain HTTP: busybox's TLS shares
+// no cipher suite with Go's servers).
 const Image = containerdproc.Image
 
 // StorageClassName is the default StorageClass's name.

@@ -71,8 +71,8 @@ func canNetwork() error {
 }
 
 // newNetwork makes a node's namespace and veth pair, on addresses no other
-// network of the host uses (one allocation at a time across processes: a
-// lock file in dir's parent... the user cache directory's lock).
+// network of the host uses (one allocation at a time across processes,
+// under the lock file lockPath).
 func newNetwork(lockPath string) (*network, error) {
 	unlock, err := lock(lockPath)
 	if err != nil {
@@ -144,8 +144,10 @@ func (n *network) tearDown() error {
 			errs = append(errs, err)
 		}
 	}
+	// The host's end goes with the namespace's, asynchronously: gone
+	// between the look and the deletion is gone.
 	if _, err := net.InterfaceByName(n.hostIf); err == nil {
-		if err := run("ip", "link", "del", n.hostIf); err != nil {
+		if err := run("ip", "link", "del", n.hostIf); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
 			errs = append(errs, err)
 		}
 	}

@@ -1,6 +1,11 @@
 //go:build linux
 
-package cluster
+// Package replicas runs docs/install.md's "Replicas over etcd" on a real
+// single-node cluster (internal/nodecluster) whose events are in an etcd
+// of their own: eventsd replicas, installed with helm and with kustomize,
+// serving the events kube-apiserver writes there, staying available when
+// a replica is killed and while they are upgraded.
+package replicas
 
 import (
 	"context"
@@ -35,9 +40,13 @@ import (
 	"github.com/kubevents/kubevents/internal/eventsdtest"
 	"github.com/kubevents/kubevents/internal/helmbin"
 	"github.com/kubevents/kubevents/internal/nodecluster"
+	"github.com/kubevents/kubevents/internal/syncbuf"
+	"github.com/kubevents/kubevents/test/cluster/clustertest"
 )
 
 const (
+	ns            = clustertest.Namespace
+	installDoc    = clustertest.InstallDoc
 	replicasTitle = "Replicas over etcd"
 	readingTitle  = "Reading its events: kubectl and evctl"
 	// etcdService is the name docs/install.md gives the cluster's events
@@ -91,14 +100,14 @@ func TestReplicasOverEtcd(t *testing.T) {
 
 	// A crashlooping workload, whose events the kubelet and the
 	// controllers write through kube-apiserver into the events etcd.
-	crashloop(t, cs, "shop", "web")
+	clustertest.Crashloop(t, cs, "shop", "web")
 
 	// 1. The values file and the namespace; the namespace enforces the
 	// restricted Pod Security Standard before anything runs in it (a
 	// replica that violates it is never made); the helm install.
-	sh.run(t, values)
+	sh.Run(t, values)
 	enforceRestricted(t, c.RESTConfig())
-	sh.run(t, blocks[2])
+	sh.Run(t, blocks[2])
 	waitReplicasReady(t, cs, 3)
 	t.Logf("3 replicas Ready %v after the cluster's start", time.Since(r.begun).Round(time.Second))
 	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "eventsd", metav1.GetOptions{})
@@ -112,18 +121,18 @@ func TestReplicasOverEtcd(t *testing.T) {
 
 	// 2. The kubelet's events for web, in the events etcd (kube-apiserver
 	// wrote them there), read through eventsd with the page's blocks.
-	waitEvent(t, cs, "shop", "BackOff")
+	clustertest.WaitEvent(t, cs, "shop", "BackOff")
 	if n := etcdKeys(t, c.EventsEtcdURL(), "/registry/events/shop/"); n == 0 {
 		t.Fatalf("the events etcd has no key under /registry/events/shop/")
 	}
-	port := freePort(t)
+	port := clustertest.FreePort(t)
 	read := strings.Join([]string{
 		readBlocks[0],
 		strings.Replace(readBlocks[1], "svc/eventsd 8080", "svc/eventsd "+port+":8080", 1),
 		"for i in $(seq 100); do (: </dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && break; sleep 0.1; done",
 		strings.ReplaceAll(readBlocks[2], "127.0.0.1:8080", "127.0.0.1:"+port),
 	}, "\n")
-	out := sh.run(t, read)
+	out := sh.Run(t, read)
 	// kubectl's table, then evctl's, each with its header.
 	tables := strings.Split(out, "NAMESPACE   LAST SEEN")
 	if len(tables) != 3 {
@@ -140,7 +149,7 @@ func TestReplicasOverEtcd(t *testing.T) {
 	// 3. An event created through kube-apiserver reaches a watch of
 	// eventsd's.
 	token := viewerToken(t, cs)
-	ca, err := os.ReadFile(filepath.Join(sh.dir, "eventsd-ca.crt"))
+	ca, err := os.ReadFile(filepath.Join(sh.Dir, "eventsd-ca.crt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,15 +211,15 @@ func TestKustomizeReplicasOverEtcd(t *testing.T) {
 	r := startReplicasCluster(t, nil)
 	cs := r.c.Client()
 	ctx := context.Background()
-	crashloop(t, cs, "shop", "web")
+	clustertest.Crashloop(t, cs, "shop", "web")
 
-	if err := os.MkdirAll(filepath.Join(r.sh.dir, "my-replicas"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(r.sh.Dir, "my-replicas"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(r.sh.dir, "my-replicas", "kustomization.yaml"), []byte(kustomizeOverlay), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(r.sh.Dir, "my-replicas", "kustomization.yaml"), []byte(kustomizeOverlay), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r.sh.run(t, strings.Replace(block, "deploy/kustomize/replicas", "my-replicas", 1))
+	r.sh.Run(t, strings.Replace(block, "deploy/kustomize/replicas", "my-replicas", 1))
 	waitReplicasReady(t, cs, 3)
 	t.Logf("3 replicas Ready %v after the cluster's start", time.Since(r.begun).Round(time.Second))
 	d, err := cs.AppsV1().Deployments(ns).Get(ctx, "eventsd", metav1.GetOptions{})
@@ -231,7 +240,7 @@ func TestKustomizeReplicasOverEtcd(t *testing.T) {
 		t.Errorf("the overlay's %s has ETCD_SERVERS=%q, ETCD_PREFIX=%q: want the overlay's server merged into the base's settings", cm, got, etcdConfig.Data["ETCD_PREFIX"])
 	}
 
-	waitEvent(t, cs, "shop", "BackOff")
+	clustertest.WaitEvent(t, cs, "shop", "BackOff")
 	port := portForward(t, r.kubectl, r.c.Kubeconfig(), "svc/eventsd")
 	get := func(token string) (int, []byte) {
 		req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+port+"/api/v1/namespaces/shop/events", nil)
@@ -293,10 +302,10 @@ func installSection(t *testing.T, title string) string {
 
 // replicasCluster is a node whose events are in an etcd of their own,
 // reached in the cluster as etcd-events.kube-system.svc:2379, with
-// eventsd's image on it and a shell for the page's blocks.
+// eventsd's image on it and a clustertest.Shell for the page's blocks.
 type replicasCluster struct {
 	c       *nodecluster.Cluster
-	sh      shell
+	sh      clustertest.Shell
 	kubectl string
 	// begun is when the cluster started.
 	begun time.Time
@@ -305,15 +314,15 @@ type replicasCluster struct {
 // startReplicasCluster builds the image (tools/image with imageArgs,
 // before the cluster starts: the build is the slow part), starts the
 // node, imports the image, exposes the events etcd by name and makes the
-// shell (helm, kubectl, evctl; deploy/ beside its directory).
+// clustertest.Shell (helm, kubectl, evctl; deploy/ beside its directory).
 func startReplicasCluster(t *testing.T, imageArgs []string) replicasCluster {
 	t.Helper()
 	helm := helmbin.ForTest(t)
 	kubectl := eventsdtest.Kubectl(t)
-	evctl := buildEvctl(t)
+	evctl := clustertest.BuildEvctl(t)
 	work := t.TempDir()
 	imageTar := filepath.Join(work, "eventsd-image.tar")
-	goRun(t, append([]string{"-C", "tools/image", ".", "--output", imageTar}, imageArgs...)...)
+	clustertest.GoRun(t, append([]string{"-C", "tools/image", ".", "--output", imageTar}, imageArgs...)...)
 
 	begun := time.Now()
 	c := nodecluster.StartTest(t, nodecluster.Options{EventsEtcd: true})
@@ -336,7 +345,7 @@ func startReplicasCluster(t *testing.T, imageArgs []string) replicasCluster {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	sh := shell{dir: work, env: append(os.Environ(),
+	sh := clustertest.Shell{Dir: work, Env: append(os.Environ(),
 		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"KUBECONFIG="+c.Kubeconfig(),
 		"HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"), "HELM_DATA_HOME="+filepath.Join(home, "data"),
@@ -349,7 +358,7 @@ func startReplicasCluster(t *testing.T, imageArgs []string) replicasCluster {
 // of its current template, to be Ready.
 func waitReplicasReady(t *testing.T, cs kubernetes.Interface, n int32) {
 	t.Helper()
-	waitFor(t, 3*time.Minute, fmt.Sprintf("the Deployment's %d replicas Ready", n), func() (bool, string) {
+	clustertest.WaitFor(t, 3*time.Minute, fmt.Sprintf("the Deployment's %d replicas Ready", n), func() (bool, string) {
 		d, err := cs.AppsV1().Deployments(ns).Get(context.Background(), "eventsd", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -472,9 +481,9 @@ func viewerToken(t *testing.T, cs kubernetes.Interface) string {
 // until the test ends, and returns the port once it listens.
 func portForward(t *testing.T, kubectl, kubeconfig, target string) string {
 	t.Helper()
-	port := freePort(t)
+	port := clustertest.FreePort(t)
 	cmd := exec.Command(kubectl, "--kubeconfig", kubeconfig, "-n", ns, "port-forward", target, port+":8080")
-	var log syncWriter
+	var log syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -485,7 +494,7 @@ func portForward(t *testing.T, kubectl, kubeconfig, target string) string {
 		_ = cmd.Process.Kill()
 		<-done
 	})
-	waitFor(t, 30*time.Second, "kubectl port-forward listening", func() (bool, string) {
+	clustertest.WaitFor(t, 30*time.Second, "kubectl port-forward listening", func() (bool, string) {
 		conn, err := net.Dial("tcp", "127.0.0.1:"+port)
 		if err == nil {
 			conn.Close()
@@ -609,7 +618,7 @@ func startProber(t *testing.T, c *nodecluster.Cluster, kubectl string, ca []byte
 		}
 	}()
 	t.Cleanup(p.close)
-	waitFor(t, time.Minute, "5 answers of the Service", func() (bool, string) {
+	clustertest.WaitFor(t, time.Minute, "5 answers of the Service", func() (bool, string) {
 		oks, last := 0, ""
 		for _, r := range p.since(time.Time{}) {
 			if r.err == nil {
@@ -659,13 +668,13 @@ func killReplica(t *testing.T, cs kubernetes.Interface, p *prober) {
 	}
 	// The replacement's Ready time (whole seconds: the condition's).
 	var replacementReady time.Time
-	waitFor(t, 3*time.Minute, "a replacement of "+victim+" Ready", func() (bool, string) {
+	clustertest.WaitFor(t, 3*time.Minute, "a replacement of "+victim+" Ready", func() (bool, string) {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=eventsd"})
 		if err != nil {
 			return false, err.Error()
 		}
 		for _, p := range l.Items {
-			if p.CreationTimestamp.Time.Before(killed.Truncate(time.Second)) || !podReady(&p) {
+			if p.CreationTimestamp.Time.Before(killed.Truncate(time.Second)) || !clustertest.PodReady(&p) {
 				continue
 			}
 			for _, c := range p.Status.Conditions {
@@ -709,11 +718,11 @@ func killReplica(t *testing.T, cs kubernetes.Interface, p *prober) {
 // tagged on the node as a push of the new release would name it) while p
 // probes, and checks what the page says of replicas: they roll one at a
 // time with none unavailable, so the Service fails no request.
-func upgradeReplicas(t *testing.T, c *nodecluster.Cluster, sh shell, image string, p *prober) {
+func upgradeReplicas(t *testing.T, c *nodecluster.Cluster, sh clustertest.Shell, image string, p *prober) {
 	t.Helper()
 	ctx := context.Background()
 	cs := c.Client()
-	upgrade := installBlock(t, "helm upgrade eventsd deploy/helm/eventsd --namespace kubevents --reuse-values --set image.tag=")
+	upgrade := clustertest.InstallBlock(t, "helm upgrade eventsd deploy/helm/eventsd --namespace kubevents --reuse-values --set image.tag=")
 	tag := regexp.MustCompile(`--set image\.tag=(\S+)`).FindStringSubmatch(upgrade)
 	if tag == nil {
 		t.Fatalf("the upgrade block sets no image.tag: %s", upgrade)
@@ -725,8 +734,8 @@ func upgradeReplicas(t *testing.T, c *nodecluster.Cluster, sh shell, image strin
 		t.Fatalf("ctr images tag: %v\n%s", err, out)
 	}
 	begun := time.Now()
-	sh.run(t, upgrade)
-	waitFor(t, 3*time.Minute, "the replicas rolled to "+newImage, func() (bool, string) {
+	sh.Run(t, upgrade)
+	clustertest.WaitFor(t, 3*time.Minute, "the replicas rolled to "+newImage, func() (bool, string) {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=eventsd"})
 		if err != nil {
 			return false, err.Error()
@@ -734,10 +743,10 @@ func upgradeReplicas(t *testing.T, c *nodecluster.Cluster, sh shell, image strin
 		var state []string
 		rolled := 0
 		for _, p := range l.Items {
-			if p.Spec.Containers[0].Image == newImage && podReady(&p) && p.DeletionTimestamp == nil {
+			if p.Spec.Containers[0].Image == newImage && clustertest.PodReady(&p) && p.DeletionTimestamp == nil {
 				rolled++
 			}
-			state = append(state, fmt.Sprintf("%s %s ready=%v deleting=%v", p.Name, p.Spec.Containers[0].Image, podReady(&p), p.DeletionTimestamp != nil))
+			state = append(state, fmt.Sprintf("%s %s ready=%v deleting=%v", p.Name, p.Spec.Containers[0].Image, clustertest.PodReady(&p), p.DeletionTimestamp != nil))
 		}
 		return rolled == 3 && len(l.Items) == 3, strings.Join(state, "; ")
 	})
@@ -771,7 +780,7 @@ func clientPodNetNS(t *testing.T, c *nodecluster.Cluster, namespace, name string
 	if _, err := c.Client().CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPodReady(t, c.Client(), namespace, name)
+	clustertest.WaitPodReady(t, c.Client(), namespace, name)
 	rt, closeRT, err := c.Containerd().Dial()
 	if err != nil {
 		t.Fatal(err)
