@@ -187,14 +187,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	if o.kubeconfig != "" {
-		b, err := os.ReadFile(c.Kubeconfig())
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.kubeconfig, b, 0o600); err != nil {
-			return err
-		}
+	if err := copyKubeconfig(c.Kubeconfig(), o.kubeconfig); err != nil {
+		return err
 	}
 	eps := c.EtcdEndpoints()
 	fmt.Fprintf(out, "kube-apiserver %s ready at %s (pid %d)\n", c.Version(), c.URL(), c.PID())
@@ -214,4 +208,17 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// copyKubeconfig copies the cluster's kubeconfig to --kubeconfig's file,
+// when one is given.
+func copyKubeconfig(from, to string) error {
+	if to == "" {
+		return nil
+	}
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o600)
 }

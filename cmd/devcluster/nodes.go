@@ -62,14 +62,10 @@ func runNodes(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := copyKubeconfig(c.Kubeconfig(), o.kubeconfig); err != nil {
+		return err
+	}
 	if o.kubeconfig != "" {
-		b, err := os.ReadFile(c.Kubeconfig())
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.kubeconfig, b, 0o600); err != nil {
-			return err
-		}
 		logf("kubeconfig also written to %s", o.kubeconfig)
 	}
 	logf("KUBECONFIG=%s", c.Kubeconfig())

@@ -17,23 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// waitFor polls cond every 250 ms until it holds or timeout passes; the
-// cluster's controllers and kubelet act asynchronously.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %s", what, timeout, state)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
 func TestNodeReady(t *testing.T) {
 	c := StartTest(t, Options{})
 	ctx := context.Background()
@@ -114,7 +97,7 @@ func TestWorkloadEvents(t *testing.T) {
 		"Started":           "kubelet",
 		"BackOff":           "kubelet",
 	}
-	waitFor(t, 3*time.Minute, "the crashlooping Deployment's events", func() (bool, string) {
+	WaitFor(t, 3*time.Minute, "the crashlooping Deployment's events", func() (bool, string) {
 		list, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -134,7 +117,7 @@ func TestWorkloadEvents(t *testing.T) {
 		return len(missing) == 0, "missing " + strings.Join(missing, ", ")
 	})
 
-	waitFor(t, 2*time.Minute, "the probe pod's end", func() (bool, string) {
+	WaitFor(t, 2*time.Minute, "the probe pod's end", func() (bool, string) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, "probe", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -218,7 +201,7 @@ func errorsAndStop(c *Cluster) error {
 
 func waitRunning(t *testing.T, cs kubernetes.Interface, ns, name string) {
 	t.Helper()
-	waitFor(t, 2*time.Minute, "pod "+name+" Running", func() (bool, string) {
+	WaitFor(t, 2*time.Minute, "pod "+name+" Running", func() (bool, string) {
 		p, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubevents/kubevents/internal/containerdproc"
 )
@@ -48,4 +49,22 @@ func StartTest(t testing.TB, opts Options) *Cluster {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// WaitFor polls cond every 250 ms until it holds, failing the test with
+// what, the timeout and cond's last state when timeout passes first: a
+// cluster's controllers and kubelet act asynchronously.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() (ok bool, state string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v: %s", what, timeout, state)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }

@@ -210,7 +210,7 @@ func Restricted(t *testing.T, cfg *rest.Config, cs kubernetes.Interface) {
 	if err := cs.CoreV1().Pods(Namespace).Delete(ctx, "eventsd-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, 3*time.Minute, "eventsd-0 made again under the Restricted standard", func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, "eventsd-0 made again under the Restricted standard", func() (bool, string) {
 		p, err := cs.CoreV1().Pods(Namespace).Get(ctx, "eventsd-0", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -236,7 +236,7 @@ func PodReady(p *corev1.Pod) bool {
 
 func WaitPodReady(t *testing.T, cs kubernetes.Interface, ns, name string) {
 	t.Helper()
-	WaitFor(t, 3*time.Minute, "pod "+ns+"/"+name+" Ready", func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, "pod "+ns+"/"+name+" Ready", func() (bool, string) {
 		p, err := cs.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -257,26 +257,9 @@ func HasEvent(t *testing.T, cs kubernetes.Interface, ns, reason string) bool {
 
 func WaitEvent(t *testing.T, cs kubernetes.Interface, ns, reason string) {
 	t.Helper()
-	WaitFor(t, 3*time.Minute, "a "+reason+" event in "+ns, func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, "a "+reason+" event in "+ns, func() (bool, string) {
 		return HasEvent(t, cs, ns, reason), "none yet"
 	})
-}
-
-// WaitFor polls cond every 250 ms until it holds or timeout passes; the
-// cluster acts asynchronously.
-func WaitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %s", what, timeout, state)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }
 
 func FreePort(t *testing.T) string {

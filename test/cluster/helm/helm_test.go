@@ -170,7 +170,7 @@ func TestReadmeInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh.Run(t, upgrade)
-	clustertest.WaitFor(t, 3*time.Minute, "eventsd-0 replaced by v0.2.0's", func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, "eventsd-0 replaced by v0.2.0's", func() (bool, string) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, "eventsd-0", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -187,7 +187,7 @@ func TestReadmeInstall(t *testing.T) {
 	}
 
 	sh.Run(t, uninstall)
-	clustertest.WaitFor(t, 3*time.Minute, "nothing of eventsd left in "+ns, func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, "nothing of eventsd left in "+ns, func() (bool, string) {
 		left := clustertest.Leftovers(ctx, cs)
 		return len(left) == 0, strings.Join(left, ", ")
 	})

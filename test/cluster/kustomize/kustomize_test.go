@@ -53,7 +53,7 @@ func TestKustomizeMirror(t *testing.T) {
 	clustertest.WaitPodReady(t, cs, ns, "eventsd-0")
 
 	sh.Run(t, clustertest.InstallBlock(t, "mkdir -p my-eventsd"))
-	clustertest.WaitFor(t, 3*time.Minute, "eventsd-0 replaced by the overlay's", func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, "eventsd-0 replaced by the overlay's", func() (bool, string) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, "eventsd-0", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -76,7 +76,7 @@ func TestKustomizeMirror(t *testing.T) {
 	}
 
 	sh.Run(t, clustertest.InstallBlock(t, "kubectl delete -k my-eventsd"))
-	clustertest.WaitFor(t, 3*time.Minute, "namespace "+ns+" deleted", func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, "namespace "+ns+" deleted", func() (bool, string) {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})

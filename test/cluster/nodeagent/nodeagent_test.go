@@ -79,7 +79,7 @@ func TestNodeagentBesideKubelet(t *testing.T) {
 	}
 	defer closeRT()
 	startedAt := map[string]time.Time{}
-	clustertest.WaitFor(t, 3*time.Minute, fmt.Sprintf("%d starts of web's container by the kubelet", starts), func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, fmt.Sprintf("%d starts of web's container by the kubelet", starts), func() (bool, string) {
 		l, err := rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
 			LabelSelector: map[string]string{"io.kubernetes.pod.namespace": "shop"}}})
 		if err == nil {
@@ -97,7 +97,7 @@ func TestNodeagentBesideKubelet(t *testing.T) {
 	if err := cs.AppsV1().Deployments("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clustertest.WaitFor(t, 2*time.Minute, "web's pod gone", func() (bool, string) {
+	nodecluster.WaitFor(t, 2*time.Minute, "web's pod gone", func() (bool, string) {
 		l, err := cs.CoreV1().Pods("shop").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()

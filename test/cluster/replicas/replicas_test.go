@@ -358,7 +358,7 @@ func startReplicasCluster(t *testing.T, imageArgs []string) replicasCluster {
 // of its current template, to be Ready.
 func waitReplicasReady(t *testing.T, cs kubernetes.Interface, n int32) {
 	t.Helper()
-	clustertest.WaitFor(t, 3*time.Minute, fmt.Sprintf("the Deployment's %d replicas Ready", n), func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, fmt.Sprintf("the Deployment's %d replicas Ready", n), func() (bool, string) {
 		d, err := cs.AppsV1().Deployments(ns).Get(context.Background(), "eventsd", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -494,7 +494,7 @@ func portForward(t *testing.T, kubectl, kubeconfig, target string) string {
 		_ = cmd.Process.Kill()
 		<-done
 	})
-	clustertest.WaitFor(t, 30*time.Second, "kubectl port-forward listening", func() (bool, string) {
+	nodecluster.WaitFor(t, 30*time.Second, "kubectl port-forward listening", func() (bool, string) {
 		conn, err := net.Dial("tcp", "127.0.0.1:"+port)
 		if err == nil {
 			conn.Close()
@@ -618,7 +618,7 @@ func startProber(t *testing.T, c *nodecluster.Cluster, kubectl string, ca []byte
 		}
 	}()
 	t.Cleanup(p.close)
-	clustertest.WaitFor(t, time.Minute, "5 answers of the Service", func() (bool, string) {
+	nodecluster.WaitFor(t, time.Minute, "5 answers of the Service", func() (bool, string) {
 		oks, last := 0, ""
 		for _, r := range p.since(time.Time{}) {
 			if r.err == nil {
@@ -668,7 +668,7 @@ func killReplica(t *testing.T, cs kubernetes.Interface, p *prober) {
 	}
 	// The replacement's Ready time (whole seconds: the condition's).
 	var replacementReady time.Time
-	clustertest.WaitFor(t, 3*time.Minute, "a replacement of "+victim+" Ready", func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, "a replacement of "+victim+" Ready", func() (bool, string) {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=eventsd"})
 		if err != nil {
 			return false, err.Error()
@@ -735,7 +735,7 @@ func upgradeReplicas(t *testing.T, c *nodecluster.Cluster, sh clustertest.Shell,
 	}
 	begun := time.Now()
 	sh.Run(t, upgrade)
-	clustertest.WaitFor(t, 3*time.Minute, "the replicas rolled to "+newImage, func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, "the replicas rolled to "+newImage, func() (bool, string) {
 		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=eventsd"})
 		if err != nil {
 			return false, err.Error()
