@@ -445,8 +445,8 @@ func (c *Cluster) LogTails(n int) string {
 
 // Stop ends everything Launch started: the kubelet, kube-proxy and the
 // controllers, the pods with their mounts and cgroups (containerd's
-// Stop), what the kubelet mounted, the DNS server, the node's network
-// namespace and veth pair, kube-apiserver and etcd, and the directory if
+// Stop), what the kubelet mounted, the DNS server, kube-apiserver and
+// etcd, the node's network namespace and veth pair, and the directory if
 // Launch made it. The error says what could not be cleaned up.
 func (c *Cluster) Stop() error {
 	if c == nil {
@@ -464,11 +464,13 @@ func (c *Cluster) Stop() error {
 	if c.dns != nil {
 		errs = append(errs, c.dns())
 	}
-	if c.net != nil {
-		errs = append(errs, c.net.tearDown())
-	}
+	// kube-apiserver before the network its address is on: killed after,
+	// its clients' connections would never hear of it.
 	if c.apiserver != nil {
 		errs = append(errs, c.apiserver.Close())
+	}
+	if c.net != nil {
+		errs = append(errs, c.net.tearDown())
 	}
 	if c.removeDir {
 		errs = append(errs, os.RemoveAll(c.dir))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -146,6 +147,9 @@ func TestStopLeavesNothing(t *testing.T) {
 	if missing := Cached(); len(missing) > 0 {
 		t.Skipf("no real cluster: not built yet: %s (%s builds them)", strings.Join(missing, "; "), BuildCommand)
 	}
+	// Everything Launch starts in this process (the DNS server and its
+	// informers, the clients' connections) ends with Stop.
+	ignore := goleak.IgnoreCurrent()
 	dir := t.TempDir()
 	c, err := Launch(context.Background(), Options{Dir: dir, Logf: t.Logf})
 	if err != nil {
@@ -190,6 +194,7 @@ func TestStopLeavesNothing(t *testing.T) {
 	if links, _ := filepath.Glob(filepath.Join(containerLogLinks, "sleeper_*")); len(links) > 0 {
 		t.Errorf("the kubelet's log links are left: %v", links)
 	}
+	goleak.VerifyNone(t, ignore)
 }
 
 func errorsAndStop(c *Cluster) error {
