@@ -26,9 +26,14 @@ import (
 	"github.com/kubevents/kubevents/internal/syncbuf"
 )
 
-// Image is the image every sandbox and container runs: busybox-static
-// as /bin/busybox, with /bin/sh and /bin/sleep linked to it.
+// Image is the image containers run: busybox-static as /bin/busybox,
+// with /bin/sh, /bin/sleep and other commands linked to it.
 const Image = "docker.io/kubevents/busybox:static"
+
+// PauseImage is the sandbox image every pod runs, pinned in the CRI
+// plugin's configuration: Image's layer with a shell for command that
+// waits, reaps and ends at SIGTERM, as the pause program does.
+const PauseImage = "docker.io/kubevents/pause:static"
 
 // Options configures Start. Zero fields take the defaults.
 type Options struct {
@@ -201,7 +206,7 @@ func Start(opts Options) (*Containerd, error) {
 		return nil, fmt.Errorf("containerdproc: %w", err)
 	}
 	c := &Containerd{bin: *opts.Binaries, opts: opts, dir: dir, cgroup: "/kubevents-" + filepath.Base(dir)}
-	cfg := fmt.Sprintf(config, c.path("root"), c.path("state"), c.Socket(), c.path("ttrpc.sock"), Image,
+	cfg := fmt.Sprintf(config, c.path("root"), c.path("state"), c.Socket(), c.path("ttrpc.sock"), PauseImage,
 		opts.Runc, c.path("runc"))
 	if opts.CNI != nil {
 		cfg += fmt.Sprintf(cniConfig, opts.CNI.BinDir, opts.CNI.ConfDir)

@@ -34,9 +34,8 @@ func checkStatic(path string) error {
 	return nil
 }
 
-// imageArchive is a docker-save archive of Image: one layer holding
-// busybox as /bin/busybox and its links, a config whose default command
-// sleeps (what a sandbox runs).
+// imageArchive is a docker-save archive of Image and PauseImage: one
+// layer holding busybox as /bin/busybox and its links.
 func imageArchive(busybox string) ([]byte, error) {
 	bb, err := os.ReadFile(busybox)
 	if err != nil {
@@ -68,33 +67,49 @@ func imageArchive(busybox string) ([]byte, error) {
 	}
 	layerSum := sha256.Sum256(layer.Bytes())
 	layerID := hex.EncodeToString(layerSum[:])
-	cfg, err := json.Marshal(map[string]any{
-		"architecture": runtime.GOARCH,
-		"os":           "linux",
-		"created":      epoch.UTC().Format(time.RFC3339),
-		"config": map[string]any{
-			"Env": []string{"PATH=/bin"},
-			"Cmd": []string{"/bin/sleep", "2147483647"},
-		},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + layerID}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	cfgSum := sha256.Sum256(cfg)
-	cfgName := hex.EncodeToString(cfgSum[:]) + ".json"
-	manifest, err := json.Marshal([]map[string]any{{
-		"Config": cfgName, "RepoTags": []string{Image}, "Layers": []string{layerID + "/layer.tar"},
-	}})
-	if err != nil {
-		return nil, err
-	}
-	var out bytes.Buffer
-	w := tar.NewWriter(&out)
-	for _, f := range []struct {
+	type file struct {
 		name string
 		data []byte
-	}{{layerID + "/layer.tar", layer.Bytes()}, {cfgName, cfg}, {"manifest.json", manifest}} {
+	}
+	files := []file{{layerID + "/layer.tar", layer.Bytes()}}
+	var manifest []map[string]any
+	// Two images of the one layer: busybox, whose default command sleeps,
+	// and the pause image every sandbox runs, whose shell (PID 1 of the
+	// pod) reaps what it is given and ends at SIGTERM or SIGINT, as the
+	// pause program does.
+	for _, img := range []struct {
+		name string
+		cmd  []string
+	}{
+		{Image, []string{"/bin/sleep", "2147483647"}},
+		{PauseImage, []string{"/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 2147483647 & wait; done"}},
+	} {
+		cfg, err := json.Marshal(map[string]any{
+			"architecture": runtime.GOARCH,
+			"os":           "linux",
+			"created":      epoch.UTC().Format(time.RFC3339),
+			"config": map[string]any{
+				"Env": []string{"PATH=/bin"},
+				"Cmd": img.cmd,
+			},
+			"rootfs": map[string]any{"type": "layers", "diff_ids": []string{"sha256:" + layerID}},
+		})
+		if err != nil {
+			return nil, err
+		}
+		cfgSum := sha256.Sum256(cfg)
+		cfgName := hex.EncodeToString(cfgSum[:]) + ".json"
+		files = append(files, file{cfgName, cfg})
+		manifest = append(manifest, map[string]any{"Config": cfgName, "RepoTags": []string{img.name}, "Layers": []string{layerID + "/layer.tar"}})
+	}
+	manifestJSON, err := json.Marshal(manifest)
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, file{"manifest.json", manifestJSON})
+	var out bytes.Buffer
+	w := tar.NewWriter(&out)
+	for _, f := range files {
 		if err := w.WriteHeader(&tar.Header{Name: f.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(f.data)), ModTime: epoch}); err != nil {
 			return nil, err
 		}
@@ -124,8 +139,10 @@ func (c *Containerd) importImage() error {
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains([]byte(out), []byte(Image)) {
-		return errors.New("containerdproc: ctr images import did not import " + Image + ":\n" + out)
+	for _, img := range []string{Image, PauseImage} {
+		if !bytes.Contains([]byte(out), []byte(img)) {
+			return errors.New("containerdproc: ctr images import did not import " + img + ":\n" + out)
+		}
 	}
 	return nil
 }

@@ -24,10 +24,11 @@
 //
 // # Images
 //
-// Nothing is pulled: the busybox image internal/containerdproc makes from
-// Debian's busybox-static is the sandbox (pause) image and the image of
-// test workloads (Image); other images (eventsd's, from tools/image) are
-// imported with ImportImage.
+// Nothing is pulled: internal/containerdproc makes two images from
+// Debian's busybox-static, the pause image every sandbox runs (a shell
+// that waits, reaps and ends at SIGTERM) and busybox for test workloads
+// (Image); other images (eventsd's, from tools/image) are imported with
+// ImportImage.
 //
 // # Storage
 //
