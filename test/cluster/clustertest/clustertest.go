@@ -177,10 +177,10 @@ func Crashloop(t *testing.T, cs kubernetes.Interface, ns, name string) {
 	}
 }
 
-// Restricted enforces the Restricted Pod Security Standard on the
+// EnforceRestricted enforces the restricted Pod Security Standard on the
 // namespace (kube-apiserver warns of pods that violate it), then deletes
 // the mirror's pod: its StatefulSet can only make it again if it passes.
-func Restricted(t *testing.T, cfg *rest.Config, cs kubernetes.Interface) {
+func EnforceRestricted(t *testing.T, cfg *rest.Config, cs kubernetes.Interface) {
 	t.Helper()
 	ctx := context.Background()
 	var warnings warningRecorder
@@ -196,12 +196,12 @@ func Restricted(t *testing.T, cfg *rest.Config, cs kubernetes.Interface) {
 	if nsObj.Labels == nil {
 		nsObj.Labels = map[string]string{}
 	}
-	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "Restricted"
+	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
 	if _, err := wcs.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if len(warnings) > 0 {
-		t.Errorf("enforcing the Restricted standard on %s warned: %v", Namespace, warnings)
+		t.Errorf("enforcing the restricted standard on %s warned: %v", Namespace, warnings)
 	}
 	old, err := cs.CoreV1().Pods(Namespace).Get(ctx, "eventsd-0", metav1.GetOptions{})
 	if err != nil {
@@ -210,7 +210,7 @@ func Restricted(t *testing.T, cfg *rest.Config, cs kubernetes.Interface) {
 	if err := cs.CoreV1().Pods(Namespace).Delete(ctx, "eventsd-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	nodecluster.WaitFor(t, 3*time.Minute, "eventsd-0 made again under the Restricted standard", func() (bool, string) {
+	nodecluster.WaitFor(t, 3*time.Minute, "eventsd-0 made again under the restricted standard", func() (bool, string) {
 		p, err := cs.CoreV1().Pods(Namespace).Get(ctx, "eventsd-0", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()

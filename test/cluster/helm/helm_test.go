@@ -118,7 +118,7 @@ func TestReadmeInstall(t *testing.T) {
 		t.Errorf("the chart from ghcr.io runs %s", img)
 	}
 	clustertest.WaitPodReady(t, cs, ns, "eventsd-0")
-	clustertest.Restricted(t, c.RESTConfig(), cs)
+	clustertest.EnforceRestricted(t, c.RESTConfig(), cs)
 
 	// 2. The README's reading of events: kubectl with the viewer's token
 	// over HTTPS through a port-forward. Its output has the events the

@@ -92,7 +92,7 @@ func TestNodeagentBesideKubelet(t *testing.T) {
 		n := clustertest.KubeletCount(t, cs, "Started")
 		return n >= starts, fmt.Sprintf("%d", n)
 	})
-	// The clustertest.Crashloop ends; then nodeagent stops (SIGTERM: it writes its
+	// The crashloop ends; then nodeagent stops (SIGTERM: it writes its
 	// series' last counts) and both records are final.
 	if err := cs.AppsV1().Deployments("shop").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
