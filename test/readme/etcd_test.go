@@ -2,18 +2,15 @@ package readme
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevents/kubevents/internal/etcdproc"
-	"github.com/kubevents/kubevents/internal/kubeapiserver"
 )
 
 // etcdDoc is the page TestEtcdCommands runs.
@@ -101,17 +98,8 @@ func TestEtcdCommands(t *testing.T) {
 		t.Parallel()
 		start := time.Now()
 		defer func() { t.Logf("%v", time.Since(start).Round(time.Millisecond)) }()
-		kubeapiserver.RequireBinaries(t)
-		dir := t.TempDir()
-		r := newReader(t, dir, bin, "")
-		events := freePort(t)
-		// kube-apiserver on a free port (--port 0), the events etcd on
-		// another.
-		r.terminal(replace(t, blocks[etcdDevcluster], "go run ./cmd/devcluster", "devcluster --port 0 --events-etcd 127.0.0.1:"+events), "Ctrl-C stops everything.")
-		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "cluster.kubeconfig"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newReader(t, t.TempDir(), bin, "")
+		cfg, events := devcluster(t, r, blocks[etcdDevcluster])
 
 		block := replace(t, blocks[etcdBesideDev], "go run ./cmd/eventsd", "eventsd --listen 127.0.0.1:0")
 		block = replace(t, block, "127.0.0.1:2379", "127.0.0.1:"+events)
@@ -123,26 +111,14 @@ func TestEtcdCommands(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the block failed: %v", err)
 		}
-		want := []struct {
-			what  string
-			parts []string
-		}{
+		printedInOrder(t, out, []line{
 			{"kube-apiserver creating", []string{"event/web-1.fromapiserver created"}},
 			{"eventsd listing it by involves.uid", []string{"default", "Warning", "BackOff", "pod/web-1", "Back-off restarting failed container web"}},
 			{"eventsd creating in events.k8s.io/v1", []string{"event.events.k8s.io/web-1.fromeventsd created"}},
 			{"kube-apiserver's columns", []string{"NAME", "RV", "REASON", "SRC"}},
 			{"kube-apiserver listing its own", []string{"web-1.fromapiserver", "BackOff"}},
 			{"kube-apiserver listing eventsd's", []string{"web-1.fromeventsd", "Pulled", "kubelet"}},
-		}
-		i := 0
-		for _, l := range strings.Split(out, "\n") {
-			if i < len(want) && containsAll(l, want[i].parts) {
-				i++
-			}
-		}
-		if i < len(want) {
-			t.Errorf("the block printed no line with %q (%s), in order:\n%s", want[i].parts, want[i].what, out)
-		}
+		})
 		// One set of resourceVersions: each event has the same one on
 		// both sides.
 		cluster := kubernetes.NewForConfigOrDie(cfg)

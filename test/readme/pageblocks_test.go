@@ -13,9 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/kubevents/kubevents/internal/buildcache"
 	"github.com/kubevents/kubevents/internal/doctest"
 	"github.com/kubevents/kubevents/internal/eventsdtest"
+	"github.com/kubevents/kubevents/internal/kubeapiserver"
 )
 
 // pageBlocks returns the ```sh blocks of the page at path by key, after
@@ -225,4 +229,52 @@ func commandsBin(t *testing.T, cmds ...string) string {
 		t.Fatalf("building %v: %v\n%s", cmds, err, out)
 	}
 	return dir
+}
+
+// line is what a line a block prints must contain, and what it shows.
+type line struct {
+	what  string
+	parts []string
+}
+
+// printedInOrder checks that out has, in order, a line containing each
+// want's parts.
+func printedInOrder(t *testing.T, out string, want []line) {
+	t.Helper()
+	i := 0
+	for _, l := range strings.Split(out, "\n") {
+		if i < len(want) && containsAll(l, want[i].parts) {
+			i++
+		}
+	}
+	if i < len(want) {
+		t.Errorf("the block printed no line with %q (%s), in order:\n%s", want[i].parts, want[i].what, out)
+	}
+}
+
+// containsAll: s contains every one of parts.
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// devcluster runs a page's devcluster block in a terminal of its own,
+// built once and with kube-apiserver on a free port (--port 0) and the
+// events etcd on another (other tests may hold 6443 and 2379), and
+// returns the admin configuration of the cluster.kubeconfig it writes
+// and the events etcd's port.
+func devcluster(t *testing.T, r *reader, block string) (*rest.Config, string) {
+	t.Helper()
+	kubeapiserver.RequireBinaries(t)
+	events := freePort(t)
+	r.terminal(replace(t, block, "go run ./cmd/devcluster", "devcluster --port 0 --events-etcd 127.0.0.1:"+events), "Ctrl-C stops everything.")
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(r.dir, "cluster.kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, events
 }
