@@ -10,6 +10,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/kubevents/kubevents/internal/etcdproc"
 )
 
@@ -87,6 +89,13 @@ func TestEtcdCommands(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the block failed: %v", err)
 		}
+		// resourceVersions are etcd's revisions, the same on every
+		// replica.
+		a, errA := eventsdClient(addrs[0]).CoreV1().Events("default").Get(context.Background(), "web-1.replicated", metav1.GetOptions{})
+		b, errB := eventsdClient(addrs[1]).CoreV1().Events("default").Get(context.Background(), "web-1.replicated", metav1.GetOptions{})
+		if errA != nil || errB != nil || a.ResourceVersion != b.ResourceVersion {
+			t.Errorf("the event through each replica: %v %v, %v %v; want one resourceVersion", a, errA, b, errB)
+		}
 		// Created through the first, listed at once through the second.
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		if !strings.Contains(out, "event/web-1.replicated created") || !containsAll(lines[len(lines)-1], []string{"default", "Warning", "BackOff", "pod/web-1", "Back-off restarting failed container web"}) {
@@ -120,7 +129,13 @@ func TestEtcdCommands(t *testing.T) {
 			{"kube-apiserver listing eventsd's", []string{"web-1.fromeventsd", "Pulled", "kubelet"}},
 		})
 		// One set of resourceVersions: each event has the same one on
-		// both sides.
+		// both sides; and the same leases (3660 s: the 1 h TTL and the
+		// 60 s reuse window) whichever side wrote it.
+		etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://127.0.0.1:" + events}, DialTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer etcd.Close()
 		cluster := kubernetes.NewForConfigOrDie(cfg)
 		for _, name := range []string{"web-1.fromapiserver", "web-1.fromeventsd"} {
 			a, err := cluster.CoreV1().Events("default").Get(context.Background(), name, metav1.GetOptions{})
@@ -133,6 +148,14 @@ func TestEtcdCommands(t *testing.T) {
 			}
 			if a.ResourceVersion != e.ResourceVersion {
 				t.Errorf("%s: resourceVersion %s through kube-apiserver, %s through eventsd", name, a.ResourceVersion, e.ResourceVersion)
+			}
+			kv, err := etcd.Get(context.Background(), "/registry/events/default/"+name)
+			if err != nil || len(kv.Kvs) != 1 {
+				t.Fatalf("%s in the events etcd: %v %v", name, kv, err)
+			}
+			ttl, err := etcd.TimeToLive(context.Background(), clientv3.LeaseID(kv.Kvs[0].Lease))
+			if err != nil || ttl.GrantedTTL != 3660 {
+				t.Errorf("%s's lease: %+v %v, want one granted for 3660 s", name, ttl, err)
 			}
 		}
 	})

@@ -93,7 +93,7 @@ func TestKeepEventsLongerCommands(t *testing.T) {
 
 		term, stop := r.terminal(replace(t, blocks[klMirrorProd], "go run ./cmd/eventsd", eventsdCmd), "the source's events are mirrored; following its changes")
 		out := term.Output()
-		for _, want := range []string{"clusterrole.rbac.authorization.k8s.io/eventsd-mirror created", "clusterrolebinding.rbac.authorization.k8s.io/eventsd-mirror-me created", `msg="mirroring a cluster's events" source="context \"prod\" of `, "server=" + kas.URL()} {
+		for _, want := range []string{"clusterrole.rbac.authorization.k8s.io/eventsd-mirror created", "clusterrolebinding.rbac.authorization.k8s.io/eventsd-mirror-me created", `msg="mirroring a cluster's events" source="context \"prod\" of `, "server=" + kas.URL(), "eventTTL=720h0m0s"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("the block did not print %q:\n%s", want, out)
 			}
@@ -130,6 +130,9 @@ func TestKeepEventsLongerCommands(t *testing.T) {
 
 		term, stop = r.terminal(replace(t, blocks[klBudget], "go run ./cmd/eventsd", eventsdCmd), `msg="eventsd serving"`)
 		addr = servingAddr(t, term)
+		if !strings.Contains(term.Output(), "eventTTL=720h0m0s") {
+			t.Errorf("eventsd does not keep events 720h:\n%s", term.Output())
+		}
 		waitMetric(t, addr, "eventsd_storage_budget_limit_bytes", "8.589934592e+09")
 		// Everything mirrored before is still there.
 		waitMirrored(t, addr, ev)
