@@ -230,6 +230,7 @@ func (m *Mirror) apply(ctx context.Context, c change) error {
 		if !errors.Is(err, storage.ErrExists) {
 			if err == nil {
 				m.metrics.applied.WithLabelValues("added").Inc()
+				m.stored(ev)
 			}
 			return err
 		}
@@ -279,6 +280,7 @@ func (m *Mirror) apply(ctx context.Context, c change) error {
 			}
 			if err == nil {
 				m.metrics.applied.WithLabelValues("added").Inc()
+				m.stored(ev)
 			}
 			return err
 		}
@@ -289,6 +291,7 @@ func (m *Mirror) apply(ctx context.Context, c change) error {
 			continue
 		case err == nil:
 			m.metrics.applied.WithLabelValues("modified").Inc()
+			m.stored(ev)
 		}
 		return err
 	}
@@ -314,6 +317,13 @@ func (m *Mirror) writeOptions(ev *corev1.Event) storage.WriteOptions {
 		wo.TTL = m.opts.TTL(ev)
 	}
 	return wo
+}
+
+// stored tells Options.Stored, if set, that ev is stored.
+func (m *Mirror) stored(ev *corev1.Event) {
+	if m.opts.Stored != nil {
+		m.opts.Stored(ev)
+	}
 }
 
 // newer reports whether the source resourceVersion rv is newer than

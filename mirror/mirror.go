@@ -118,6 +118,10 @@ type Options struct {
 	// TTL gives each mirrored write its TTL (eventsd's retention rules and
 	// --event-ttl); nil or 0: the store's default.
 	TTL func(*corev1.Event) time.Duration
+	// Stored, when set, is called with each event the mirror has created
+	// or updated in the store, once stored (eventsd counts them by the
+	// retention rule that chose their TTL, as it counts its API's writes).
+	Stored func(*corev1.Event)
 	// Deletions is DeletionsKeep (the default) or DeletionsPropagate.
 	Deletions DeletionPolicy
 	// InitialSync is InitialSyncAuto (the default), InitialSyncWatchList

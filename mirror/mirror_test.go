@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -370,5 +373,43 @@ func TestFailingSource(t *testing.T) {
 	e.eventually("mirrored after the watch ended", func() bool { return e.mirrored("ns", "e1") })
 	if rvs := e.src.WatchResourceVersions(); rvs[len(rvs)-1] != rv {
 		t.Fatalf("resumed from %q, want %s", rvs[len(rvs)-1], rv)
+	}
+}
+
+// TestStoredHook: Options.Stored is told of each create and update the
+// mirror stored (eventsd counts them by retention rule), with the event
+// as stored, and of nothing else: a deletion kept is no write.
+func TestStoredHook(t *testing.T) {
+	e := newEnv(t)
+	e.src.Create(srcEvent("ns", "e0", 1))
+	e.src.Create(srcEvent("ns", "e1", 1))
+	var mu sync.Mutex
+	var stored []string
+	r := e.start(func(o *mirror.Options) {
+		o.Stored = func(ev *corev1.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			stored = append(stored, fmt.Sprintf("%s/%s count=%d source-rv=%s", ev.Namespace, ev.Name, ev.Count, ev.Annotations[mirror.SourceResourceVersionAnnotation]))
+		}
+	})
+	e.eventually("mirrored", func() bool { return e.mirrored("ns", "e0") && e.mirrored("ns", "e1") })
+	ev := e.src.Get("ns", "e0")
+	ev.Count = 2
+	e.src.Update(ev)
+	e.eventually("the update mirrored", func() bool { return e.mirrored("ns", "e0") })
+	e.src.Delete("ns", "e1")
+	e.eventually("the deletion kept", func() bool {
+		return r.metric(t, "eventsd_mirror_changes_skipped_total", "reason", "deletion-kept") == 1
+	})
+	mu.Lock()
+	got := append([]string(nil), stored...)
+	mu.Unlock()
+	slices.Sort(got)
+	e0rv, e1rv := e.src.Get("ns", "e0").ResourceVersion, e.local("ns", "e1").Annotations[mirror.SourceResourceVersionAnnotation]
+	if len(got) != 3 || !strings.HasPrefix(got[0], "ns/e0 count=1 ") || got[1] != "ns/e0 count=2 source-rv="+e0rv || got[2] != "ns/e1 count=1 source-rv="+e1rv {
+		t.Fatalf("Stored was told of %q; want e0's create and update and e1's create", got)
+	}
+	if n := r.metric(t, "eventsd_mirror_changes_applied_total"); n != float64(len(got)) {
+		t.Fatalf("changes applied %v, Stored told of %d", n, len(got))
 	}
 }

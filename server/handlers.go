@@ -185,6 +185,14 @@ func (s *Server) countRetention(rule string) {
 	s.metrics.retentionWrites.WithLabelValues(rule).Inc()
 }
 
+// CountRetentionWrite counts a write of ev that another writer of the
+// store (the mirror) stored, in eventsd_retention_rule_writes_total by
+// the rule that chose its TTL, as the API's own writes are counted.
+func (s *Server) CountRetentionWrite(ev *corev1.Event) {
+	_, rule := s.retention.TTL(ev)
+	s.countRetention(rule)
+}
+
 // respondEvent writes ev in the format o that negotiateOutput returned.
 func (s *Server) respondEvent(w http.ResponseWriter, rr resourceRequest, o output, status int, ev *corev1.Event) {
 	s.respondEvents(w, rr, o, status, []*corev1.Event{ev}, metav1.ListMeta{}, true)

@@ -393,8 +393,12 @@ func run(ctx context.Context, o options) error {
 	// (a local write would be a second source of truth beside the
 	// cluster's, which the mirror could overwrite or the API contradict).
 	var mir *mirror.Mirror
+	// The mirror's writes are counted by retention rule as the API's
+	// are, by the server made below (before the mirror runs).
+	var srv *server.Server
 	if src != nil {
-		if mir, err = newMirror(src, o.source, store, policy, reg, log, instanceID); err != nil {
+		stored := func(ev *corev1.Event) { srv.CountRetentionWrite(ev) }
+		if mir, err = newMirror(src, o.source, store, policy, stored, reg, log, instanceID); err != nil {
 			return failStart(err)
 		}
 		if err := mir.CheckStore(ctx); err != nil {
@@ -408,7 +412,7 @@ func run(ctx context.Context, o options) error {
 		scfg.ReadOnly = fmt.Sprintf("eventsd mirrors the events of a cluster (%s): they are read-only here; write events to that cluster's kube-apiserver", src.name)
 		scfg.ReadyChecks = append(scfg.ReadyChecks, mir)
 	}
-	srv, err := server.New(scfg)
+	srv, err = server.New(scfg)
 	if err != nil {
 		return failStart(err)
 	}

@@ -207,8 +207,9 @@ func (src *source) notSelf(instanceID string) func(ctx context.Context) error {
 
 // newMirror builds the mirror of src into store, its writes given their
 // TTL by policy (eventsd's --event-ttl and retention rules, not the
-// source's), refusing the source if it is this process (instanceID).
-func newMirror(src *source, s sourceOptions, store storage.Interface, policy *retention.Policy, reg prometheus.Registerer, log *slog.Logger, instanceID string) (*mirror.Mirror, error) {
+// source's) and each stored write told to stored, refusing the source if
+// it is this process (instanceID).
+func newMirror(src *source, s sourceOptions, store storage.Interface, policy *retention.Policy, stored func(*corev1.Event), reg prometheus.Registerer, log *slog.Logger, instanceID string) (*mirror.Mirror, error) {
 	ms, ok := store.(mirror.Store)
 	if !ok {
 		return nil, errors.New("the storage backend cannot keep the mirror's cursor")
@@ -221,6 +222,7 @@ func newMirror(src *source, s sourceOptions, store storage.Interface, policy *re
 		AllowExistingEvents: s.allowExisting,
 		CheckSource:         src.notSelf(instanceID),
 		TTL:                 func(ev *corev1.Event) time.Duration { ttl, _ := policy.TTL(ev); return ttl },
+		Stored:              stored,
 		Deletions:           mirror.DeletionPolicy(s.deletions),
 		InitialSync:         mirror.InitialSync(s.initialSync),
 		SourceTTL:           s.eventTTL,
