@@ -83,4 +83,71 @@ func TestKustomizeMirror(t *testing.T) {
 	if left := clustertest.Leftovers(ctx, cs); len(left) > 0 {
 		t.Errorf("after kubectl delete -k: %v", left)
 	}
+
+	// The page's overlay for the cluster's own API (its yaml block: the
+	// mirror with the tls and aggregated components), with the certificate
+	// and image of the overlay above, and the ephemeral component (an
+	// emptyDir for the store).
+	aggregatedOverlay(t, filepath.Join(work, "my-aggregated"), filepath.Join(work, "my-eventsd"))
+	sh.Run(t, "kubectl apply -k my-aggregated\n")
+	clustertest.WaitPodReady(t, cs, ns, "eventsd-0")
+	if l, err := cs.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
+		t.Errorf("with the ephemeral component, claims %v (%v)", l, err)
+	}
+	sh.Run(t, "kubectl wait --for=condition=Available apiservice/v1.events.kubevents.io --timeout=3m\n")
+	// The store is new: it mirrors what the cluster still has of web.
+	nodecluster.WaitFor(t, time.Minute, "web's BackOff through the cluster's API", func() (bool, string) {
+		out, err := doctest.Run(ctx, doctest.Command{Block: "kubectl -n shop get events.events.kubevents.io\n", Dir: sh.Dir, Env: sh.Env})
+		return err == nil && strings.Contains(out, "BackOff"), out
+	})
+	sh.Run(t, "kubectl delete -k my-aggregated\n")
+	nodecluster.WaitFor(t, 3*time.Minute, "nothing of the aggregated overlay left", func() (bool, string) {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		left := clustertest.Leftovers(ctx, cs)
+		return apierrors.IsNotFound(err) && len(left) == 0, fmt.Sprintf("namespace: %v; %v", err, left)
+	})
+}
+
+// aggregatedOverlay writes, in dir, install.md's kustomization for the
+// aggregated API plus the ephemeral component, and the certificate
+// Secret and image of the overlay in tls (the page's my-eventsd).
+func aggregatedOverlay(t *testing.T, dir, tls string) {
+	t.Helper()
+	md, err := doctest.Read(clustertest.InstallDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page string
+	for _, b := range doctest.Blocks(md, "yaml") {
+		if strings.Contains(b, "components/aggregated") {
+			page = b
+		}
+	}
+	if page == "" {
+		t.Fatalf("%s has no yaml block listing the aggregated component", clustertest.InstallDoc)
+	}
+	mine, err := os.ReadFile(filepath.Join(tls, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The page's block, then the my-eventsd overlay's Secret and images.
+	text := strings.Replace(page, "  - ../deploy/kustomize/components/aggregated\n",
+		"  - ../deploy/kustomize/components/aggregated\n  - ../deploy/kustomize/components/ephemeral\n", 1)
+	text += string(mine[strings.Index(string(mine), "secretGenerator:"):])
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		b, err := os.ReadFile(filepath.Join(tls, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("my-aggregated/kustomization.yaml:\n%s", text)
 }
