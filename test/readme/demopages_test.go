@@ -133,9 +133,16 @@ func TestDemoPagesCommands(t *testing.T) {
 		stop()
 
 		// kubectl: three lists, then kubectl get -w following a new event.
-		term, stop = r.terminal(blocks[wrKubectl], "Started container worker")
+		// The three lists end before kubectl get -w starts: its list is
+		// the block's second with a NAMESPACE header (after -o wide's),
+		// and the event written after it shows kubectl following.
+		term, stop = r.terminal(blocks[wrKubectl], "NAMESPACE")
+		waitCount(t, term, "NAMESPACE ", 2)
 		waitPrinted(t, term, cs, "web-7f6d9c8b5-xk2lp.live-kubectl", corev1.EventTypeNormal, "kubectl -w follows")
 		out = term.Output()
+		if i := strings.LastIndex(out, "NAMESPACE "); !strings.Contains(out[i:], "kubectl -w follows") {
+			t.Errorf("kubectl get events -A -w did not print the new event:\n%s", out)
+		}
 		for _, want := range []string{"batch       ", "report-28741530-qz7kd", "Back-off restarting failed container web", "Started container worker"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("the kubectl block did not print %q:\n%s", want, out)
@@ -177,6 +184,15 @@ func TestDemoPagesCommands(t *testing.T) {
 		}
 		if ev.Labels["team"] != "web" || ev.Note != "Liveness probe failed (written by hand)" {
 			t.Errorf("after the apply: labels %v, note %q; want team=web and the note kept", ev.Labels, ev.Note)
+		}
+		// The managed fields the prose names: kubectl-create's write,
+		// then kubectl's apply owning the label.
+		managers := map[string]metav1.ManagedFieldsOperationType{}
+		for _, f := range ev.ManagedFields {
+			managers[f.Manager] = f.Operation
+		}
+		if managers["kubectl-create"] != metav1.ManagedFieldsOperationUpdate || managers["kubectl"] != metav1.ManagedFieldsOperationApply {
+			t.Errorf("the event's managed fields: %v, want kubectl-create's Update and kubectl's Apply", managers)
 		}
 	})
 
@@ -222,6 +238,18 @@ func TestDemoPagesCommands(t *testing.T) {
 func commandsBinEventsd(t *testing.T) string {
 	t.Helper()
 	return filepath.Join(commandsBin(t), "eventsd")
+}
+
+// waitCount waits until term has printed s at least n times.
+func waitCount(t *testing.T, term *doctest.Terminal, s string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for strings.Count(term.Output(), s) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the block printed %q fewer than %d times:\n%s", s, n, term.Output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // demoStory checks that the eventsd cs talks to serves the demo's story:
