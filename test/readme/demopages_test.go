@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubevents/kubevents/internal/buildcache"
 	"github.com/kubevents/kubevents/internal/doctest"
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 // The pages TestDemoPagesCommands runs.
@@ -202,7 +203,7 @@ func TestDemoPagesCommands(t *testing.T) {
 		defer func() { t.Logf("%v", time.Since(start).Round(time.Millisecond)) }()
 		blocks := pageBlocks(t, gettingStartedDoc, []string{gsRun, gsBuild}, nil)
 		// go on PATH: the build block's go is the one running the tests.
-		bin := pathWith(t, map[string]string{"eventsd": commandsBinEventsd(t), "go": buildcache.GoTool()})
+		bin := pathWith(t, map[string]string{"eventsd": eventsdtest.Binary(t), "go": buildcache.GoTool()})
 		r := newReader(t, root(), bin, "")
 
 		demo, stop := r.terminal(replace(t, blocks[gsRun], "go run ./cmd/eventsd --demo", eventsdCmd), demoReady)
@@ -232,12 +233,6 @@ func TestDemoPagesCommands(t *testing.T) {
 			t.Errorf("the built evctl against the built eventsd: %v\n%s", err, got)
 		}
 	})
-}
-
-// commandsBinEventsd is the eventsd built once for the test binary.
-func commandsBinEventsd(t *testing.T) string {
-	t.Helper()
-	return filepath.Join(commandsBin(t), "eventsd")
 }
 
 // waitCount waits until term has printed s at least n times.
