@@ -1,0 +1,210 @@
+package readme
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubevents/kubevents/internal/buildcache"
+	"github.com/kubevents/kubevents/internal/doctest"
+	"github.com/kubevents/kubevents/internal/eventsdtest"
+)
+
+// pageBlocks are the ```sh blocks of the page at path by their first
+// line, once every block is accounted for: run by the test (run) or
+// listed in notRun with why, and nothing in either that the page no
+// longer has. A block the page repeats word for word is one command, run
+// once.
+func pageBlocks(t *testing.T, path string, run []string, notRun map[string]string) map[string]string {
+	t.Helper()
+	byFirst := map[string]string{}
+	for _, b := range docBlocks(t, path) {
+		first, _, _ := strings.Cut(b, "\n")
+		if prev, dup := byFirst[first]; dup && prev != b {
+			t.Fatalf("two different blocks of %s start with %q: the test cannot tell them apart", path, first)
+		}
+		byFirst[first] = b
+	}
+	claimed := map[string]bool{}
+	for first := range notRun {
+		claimed[first] = true
+	}
+	for _, first := range run {
+		if _, ok := notRun[first]; ok {
+			t.Fatalf("the block %q is both run and in notRun", first)
+		}
+		claimed[first] = true
+	}
+	for first := range byFirst {
+		if !claimed[first] {
+			t.Errorf("%s has a block no test runs, starting %q: run it, or list it in notRun with why", path, first)
+		}
+	}
+	for first := range claimed {
+		if _, ok := byFirst[first]; !ok {
+			t.Errorf("%s has no block starting %q any more", path, first)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	return byFirst
+}
+
+// reader runs a page's blocks as a reader of the page would, in a shell
+// of their own: in dir (standing for the clone's root), with HOME a
+// directory of the test's own (the reader's ~/.kube/config), the tools
+// the page names on PATH, and the test's substitutions applied to each
+// block (each named, with why, where the test adds it).
+type reader struct {
+	t      *testing.T
+	page   string
+	blocks map[string]string
+	dir    string
+	home   string
+	env    []string
+	subs   []string // old, new pairs, applied in order
+}
+
+// newReader is a reader of the page whose blocks are blocks, with the
+// tools (name to binary) and kubectl on PATH; files are paths from the
+// repository root copied into its directory, as the clone has them.
+func newReader(t *testing.T, page string, blocks map[string]string, tools map[string]string, files ...string) *reader {
+	t.Helper()
+	if tools == nil {
+		tools = map[string]string{}
+	}
+	tools["kubectl"] = eventsdtest.Kubectl(t)
+	bin := pathWith(t, tools)
+	r := &reader{t: t, page: page, blocks: blocks, dir: t.TempDir(), home: t.TempDir()}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(root(), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(r.dir, f)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "KUBECONFIG", "HOME", "PATH", "TMPDIR":
+		default:
+			r.env = append(r.env, kv)
+		}
+	}
+	// A temporary directory of the test's own: eventsd --demo keeps its
+	// store in one.
+	r.env = append(r.env, "HOME="+r.home, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"TMPDIR="+t.TempDir(), "NO_COLOR=1")
+	return r
+}
+
+// substitute replaces old with new in every block run from now on.
+func (r *reader) substitute(old, new string) { r.subs = append(r.subs, old, new) }
+
+// block is the block starting with first, with the substitutions made.
+func (r *reader) block(first string) string {
+	r.t.Helper()
+	b, ok := r.blocks[first]
+	if !ok {
+		r.t.Fatalf("%s has no block starting %q", r.page, first)
+	}
+	return strings.NewReplacer(r.subs...).Replace(b)
+}
+
+// run runs the block starting with first and returns what it printed,
+// failing the test when a command of it fails.
+func (r *reader) run(first string) string {
+	r.t.Helper()
+	out, err := r.try(first)
+	if err != nil {
+		r.t.Fatalf("%s's block %q: %v\n%s", r.page, first, err, out)
+	}
+	return out
+}
+
+// try runs the block starting with first and returns what it printed
+// and whether a command of it failed.
+func (r *reader) try(first string) (string, error) {
+	r.t.Helper()
+	block := r.block(first)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	out, err := doctest.Run(ctx, doctest.Command{Block: block, Dir: r.dir, Env: r.env})
+	r.t.Logf("$ %s(%v, %v)\n%s", block, time.Since(start).Round(time.Millisecond), err, out)
+	return out, err
+}
+
+// start runs the block starting with first as in a terminal of its own
+// (a server in the foreground), waits until it printed ready, and stops
+// it (as Ctrl-C would) when the test ends, or with the returned stop,
+// which returns what it printed.
+func (r *reader) start(first, ready string) (stop func() string) {
+	r.t.Helper()
+	block := r.block(first)
+	term, err := doctest.Start(doctest.Command{Block: block, Dir: r.dir, Env: r.env})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out string
+	stopped := false
+	stop = func() string {
+		if !stopped {
+			stopped = true
+			out = term.Stop(10 * time.Second)
+			r.t.Logf("$ %s(stopped)\n%s", block, out)
+		}
+		return out
+	}
+	r.t.Cleanup(func() { stop() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := term.WaitFor(ctx, ready); err != nil {
+		r.t.Fatalf("%s's block %q: %v", r.page, first, err)
+	}
+	return stop
+}
+
+// freeAddr is a free loopback address: the pages' servers listen on fixed
+// ports (8080, 9470) that another test may hold.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// buildCommands builds the commands (./cmd/NAME) into a directory of the
+// test's own and returns them by name: the pages' `go run ./cmd/NAME`
+// would build each again at every block.
+func buildCommands(t *testing.T, names ...string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	out := map[string]string{}
+	for _, n := range names {
+		args = append(args, "./cmd/"+n)
+		out[n] = filepath.Join(dir, n)
+	}
+	cmd := exec.Command(buildcache.GoTool(), args...)
+	cmd.Dir = root()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %v: %v\n%s", names, err, b)
+	}
+	return out
+}
