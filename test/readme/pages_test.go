@@ -120,8 +120,12 @@ func (r *reader) block(first string) string {
 	if !ok {
 		r.t.Fatalf("%s has no block starting %q", r.page, first)
 	}
-	return strings.NewReplacer(r.subs...).Replace(b)
+	return r.replace(b)
 }
+
+// replace is text with the substitutions made: a block, or a command the
+// page's prose gives.
+func (r *reader) replace(text string) string { return strings.NewReplacer(r.subs...).Replace(text) }
 
 // run runs the block starting with first and returns what it printed,
 // failing the test when a command of it fails.
@@ -153,18 +157,25 @@ func (r *reader) try(first string) (string, error) {
 // which returns what it printed.
 func (r *reader) start(first, ready string) (stop func() string) {
 	r.t.Helper()
-	block := r.block(first)
-	term, err := doctest.Start(doctest.Command{Block: block, Dir: r.dir, Env: r.env})
+	_, stop = r.startText(r.block(first), ready)
+	return stop
+}
+
+// startText is start for a command given as text (substitutions made),
+// and also returns its terminal.
+func (r *reader) startText(text, ready string) (*doctest.Terminal, func() string) {
+	r.t.Helper()
+	term, err := doctest.Start(doctest.Command{Block: text, Dir: r.dir, Env: r.env})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	var out string
 	stopped := false
-	stop = func() string {
+	stop := func() string {
 		if !stopped {
 			stopped = true
 			out = term.Stop(10 * time.Second)
-			r.t.Logf("$ %s(stopped)\n%s", block, out)
+			r.t.Logf("$ %s(stopped)\n%s", text, out)
 		}
 		return out
 	}
@@ -172,9 +183,9 @@ func (r *reader) start(first, ready string) (stop func() string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := term.WaitFor(ctx, ready); err != nil {
-		r.t.Fatalf("%s's block %q: %v", r.page, first, err)
+		r.t.Fatalf("%s's %q: %v", r.page, text, err)
 	}
-	return stop
+	return term, stop
 }
 
 // freeAddr is a free loopback address: the pages' servers listen on fixed
