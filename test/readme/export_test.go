@@ -48,7 +48,7 @@ func TestExportPage(t *testing.T) {
 	r := newReader(t, exportDoc, blocks, map[string]string{"eventsd": eventsdtest.Binary(t)})
 	slack := webhooktest.New(t, webhooktest.Options{})
 	collector := otlptest.Start(t, otlptest.Options{})
-	addr := freeAddr(t)
+	addr := eventsdtest.FreeAddr(t)
 	// eventsd is built once and on PATH (go run would build it again at
 	// each block), and listens on a free port instead of 8080, which
 	// another test may hold; the blocks reach it there. The example's

@@ -88,7 +88,6 @@ const (
 // for of kube-controller-manager (finalizers). Every ```sh block of the
 // page is run or listed in notRun with why.
 func TestInstallCommands(t *testing.T) {
-	blocks := docBlocks(t, installDoc)
 	var installedCert []byte // the generated certificate, across the upgrade
 	read := []step{
 		{caBlock, false, func(t *testing.T, e env) {
@@ -218,39 +217,13 @@ func TestInstallCommands(t *testing.T) {
 
 	// Every block is run by a scenario (the reading blocks by two) or
 	// listed in notRun.
-	byFirst := map[string]string{}
-	for _, b := range blocks {
-		first, _, _ := strings.Cut(b, "\n")
-		if _, dup := byFirst[first]; dup {
-			t.Fatalf("two blocks of %s start with %q: the test cannot tell them apart", installDoc, first)
-		}
-		byFirst[first] = b
-	}
-	claimed := map[string]bool{}
-	for first := range notRun {
-		claimed[first] = true
-	}
+	var run []string
 	for _, s := range scenarios {
 		for _, st := range s.steps {
-			if _, ok := notRun[st.first]; ok {
-				t.Fatalf("the block %q is both run and in notRun", st.first)
-			}
-			claimed[st.first] = true
+			run = append(run, st.first)
 		}
 	}
-	for first := range byFirst {
-		if !claimed[first] {
-			t.Errorf("%s has a block no test runs, starting %q: add it to a scenario here, or to notRun with why", installDoc, first)
-		}
-	}
-	for first := range claimed {
-		if _, ok := byFirst[first]; !ok {
-			t.Errorf("%s has no block starting %q any more", installDoc, first)
-		}
-	}
-	if t.Failed() {
-		return
-	}
+	byFirst := pageBlocks(t, installDoc, run, notRun)
 
 	bin := pathWith(t, map[string]string{"helm": requireHelm(t), "kubectl": eventsdtest.Kubectl(t), "evctl": buildEvctl(t)})
 	for _, s := range scenarios {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 // nodeagentDoc is the page whose commands TestNodeagentPage runs.
@@ -34,7 +36,7 @@ func TestNodeagentPage(t *testing.T) {
 		"sudo go run ./cmd/devcontainerd --crashloop":                                                    "it needs root, overlayfs and cgroups, and builds containerd 2.x on its first run (about 12 minutes on two busy cores); evctl's block after it, the same as fakecri's, is run against fakecri",
 	})
 	r := newReader(t, nodeagentDoc, blocks, buildCommands(t, "eventsd", "evctl", "nodeagent", "fakecri"))
-	addr, metricsAddr := freeAddr(t), freeAddr(t)
+	addr, metricsAddr := eventsdtest.FreeAddr(t), eventsdtest.FreeAddr(t)
 	socket := filepath.Join(t.TempDir(), "fakecri.sock")
 	// The commands are built once and on PATH, as the page's "built once"
 	// has them. eventsd listens on a free port instead of 8080, and

@@ -2,7 +2,6 @@ package readme
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,18 +185,6 @@ func (r *reader) startText(text, ready string) (*doctest.Terminal, func() string
 		r.t.Fatalf("%s's %q: %v", r.page, text, err)
 	}
 	return term, stop
-}
-
-// freeAddr is a free loopback address: the pages' servers listen on fixed
-// ports (8080, 9470) that another test may hold.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // buildCommands builds the commands (./cmd/NAME) into a directory of the

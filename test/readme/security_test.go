@@ -66,7 +66,7 @@ func TestSecurityPage(t *testing.T) {
 
 	// The blocks run in a directory holding what they read of the clone.
 	r := newReader(t, securityDoc, blocks, map[string]string{"eventsd": eventsdtest.Binary(t)}, "docs/examples/abac-policy.jsonl")
-	addr := freeAddr(t)
+	addr := eventsdtest.FreeAddr(t)
 	// eventsd is built once and on PATH (go run would build it again at
 	// each block), and listens on a free port instead of 8080, which
 	// another test may hold; the blocks reach it there (the certificate
@@ -131,7 +131,7 @@ func TestSecurityPage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	addr = freeAddr(t)
+	addr = eventsdtest.FreeAddr(t)
 	// The block names eventsd, on PATH; it listens on a free port.
 	r.substitute("eventsd --tls-cert-file", "eventsd --listen "+addr+" --tls-cert-file")
 	r.start(webhook, "eventsd serving")
