@@ -103,12 +103,20 @@ func TestExportPage(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, filepath.Join(r.home, ".kube", "config")); err != nil {
 		t.Fatal(err)
 	}
-	r.start(mirror, "eventsd serving")
+	stop = r.start(mirror, "eventsd serving")
 	cluster := kubernetes.NewForConfigOrDie(kas.RESTConfig())
 	warning = writeEvent(t, cluster, "cluster-warn-1", corev1.EventTypeWarning, "a Warning of the cluster")
 	normal = writeEvent(t, cluster, "cluster-normal-1", corev1.EventTypeNormal, "a Normal event of the cluster")
 	checkCollector(t, collector, map[string][]watch.EventType{warning.Name: {watch.Added}, normal.Name: {watch.Added}})
 	checkSlack(t, slack, warning.Message, normal.Message)
+	// A month of Warnings, a day of the rest, of the cluster's events.
+	logs := stop()
+	for _, want := range []string{`msg="mirroring a cluster's events" source="context \"prod\" of ` + filepath.Join(r.home, ".kube", "config") + `" server=` + kas.URL(),
+		`msg="retention rule" rule=warnings ttl=720h types=Warning`, `msg="retention rule" rule=default ttl=24h0m0s`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the mirror did not log %s:\n%s", want, logs)
+		}
+	}
 }
 
 // writeEvent creates an event about a pod in namespace default.
