@@ -32,6 +32,7 @@ func TestFoldingPage(t *testing.T) {
 		rateServer = "cat >admission.yaml <<'EOF'"
 		rateLoop   = "for i in $(seq 30); do"
 	)
+	needs(t, "curl")
 	blocks := pageBlocks(t, foldingDoc, []string{foldServer, foldLoop, rateServer, rateLoop}, nil)
 	r := newReader(t, foldingDoc, blocks, map[string]string{"eventsd": eventsdtest.Binary(t)})
 	addr := eventsdtest.FreeAddr(t)

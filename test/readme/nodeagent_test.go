@@ -2,7 +2,7 @@ package readme
 
 import (
 	"context"
-	"os/exec"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,6 +31,7 @@ func TestNodeagentPage(t *testing.T) {
 		evctl   = "evctl --server http://127.0.0.1:8080 get --for pod/crash"
 		metrics = "curl -s 127.0.0.1:9470/metrics | grep nodeagent_events"
 	)
+	needs(t, "curl")
 	blocks := pageBlocks(t, nodeagentDoc, []string{agent, watch, evctl, metrics}, map[string]string{
 		"nodeagent --runtime-endpoint /run/containerd/containerd.sock --server http://127.0.0.1:8080 \\": "it follows the node's containerd at /run/containerd/containerd.sock and keeps its state under /var/lib: a real node's, as root",
 		"sudo go run ./cmd/devcontainerd --crashloop":                                                    "it needs root, overlayfs and cgroups, and builds containerd 2.x on its first run (about 12 minutes on two busy cores); evctl's block after it, the same as fakecri's, is run against fakecri",
@@ -79,14 +80,7 @@ func TestNodeagentPage(t *testing.T) {
 
 	// Ctrl-C reaches the terminal's foreground command, nodeagent; the
 	// block then kills fakecri (kill %1) and ends.
-	pgrep, err := exec.Command("pgrep", "-P", strconv.Itoa(term.PID()), "-x", "nodeagent").Output()
-	if err != nil {
-		t.Fatalf("nodeagent is not running in its block: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(pgrep)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := childNamed(t, term.PID(), "nodeagent")
 	if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -102,4 +96,37 @@ func TestNodeagentPage(t *testing.T) {
 	if n := strings.Count(out, ", unknown)"); n != 3 {
 		t.Errorf("after Ctrl-C of nodeagent evctl shows %d series unknown, want 3:\n%s", n, out)
 	}
+}
+
+// childNamed is the process id of parent's child whose command is name,
+// from /proc.
+func childNamed(t *testing.T, parent int, name string) int {
+	t.Helper()
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// pid (comm) state ppid ...
+		stat := string(b)
+		open, closing := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		fields := strings.Fields(stat[closing+1:])
+		if stat[open+1:closing] != name || len(fields) < 2 || fields[1] != strconv.Itoa(parent) {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(stat[:open]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	t.Fatalf("no process %s is a child of %d (the block's shell)", name, parent)
+	return 0
 }

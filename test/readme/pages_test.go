@@ -206,3 +206,13 @@ func buildCommands(t *testing.T, names ...string) map[string]string {
 	}
 	return out
 }
+
+// needs skips the test when a command the page's blocks use is missing.
+func needs(t *testing.T, commands ...string) {
+	t.Helper()
+	for _, c := range commands {
+		if _, err := exec.LookPath(c); err != nil {
+			t.Skipf("the page's commands need %s: %v", c, err)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package readme
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,9 +33,7 @@ const securityDoc = "docs/security.md"
 // an unknown token is refused (401).
 func TestSecurityPage(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("openssl"); err != nil {
-		t.Skipf("the page's commands need openssl: %v", err)
-	}
+	needs(t, "openssl", "curl")
 	const (
 		certs        = "openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj /CN=eventsd \\"
 		abacServer   = "go run ./cmd/eventsd --tls-cert-file tls.crt --tls-private-key-file tls.key --data-dir ./secure-data \\"
