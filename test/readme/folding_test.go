@@ -65,7 +65,9 @@ func TestFoldingPage(t *testing.T) {
 		t.Errorf("kubectl get events listed %d events about crash-1, want 1:\n%s", n, out)
 
 	}
-	stop()
+	if logs := stop(); !strings.Contains(logs, `msg="fold rule" rule=crashloop window=10m reasons=BackOff,FailedSync`) {
+		t.Errorf("eventsd did not log the fold rule as the page shows:\n%s", logs)
+	}
 
 	// The rate limits' eventsd, on the same port as the page has it.
 	stop = r.start(rateServer, "eventsd serving")

@@ -76,6 +76,12 @@ func TestSecurityPage(t *testing.T) {
 	if out := r.run(bobContext); !strings.Contains(out, "No resources found in prod namespace.") {
 		t.Errorf("bob's events in prod: want No resources found in prod namespace.; kubectl printed:\n%s", out)
 	}
+	// "--context leaves the current one as it is": none here.
+	if cfg, err := clientcmd.LoadFromFile(filepath.Join(r.home, ".kube", "config")); err != nil {
+		t.Errorf("the reader's kubeconfig after the block: %v", err)
+	} else if cfg.CurrentContext != "" {
+		t.Errorf("the reader's kubeconfig after the block: current context %q, want it left as it was (none)", cfg.CurrentContext)
+	}
 	out, err := r.try(bobForbidden)
 	if err == nil || !strings.Contains(out, forbidden) {
 		t.Errorf("bob's events in kube-system: %v; want kubectl to fail with the page's\n%s\nit printed:\n%s", err, forbidden, out)
