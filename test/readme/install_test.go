@@ -88,6 +88,7 @@ const (
 // for of kube-controller-manager (finalizers). Every ```sh block of the
 // page is run or listed in notRun with why.
 func TestInstallCommands(t *testing.T) {
+	blocks := docBlocks(t, installDoc)
 	var installedCert []byte // the generated certificate, across the upgrade
 	read := []step{
 		{caBlock, false, func(t *testing.T, e env) {
@@ -217,13 +218,39 @@ func TestInstallCommands(t *testing.T) {
 
 	// Every block is run by a scenario (the reading blocks by two) or
 	// listed in notRun.
-	var run []string
+	byFirst := map[string]string{}
+	for _, b := range blocks {
+		first, _, _ := strings.Cut(b, "\n")
+		if _, dup := byFirst[first]; dup {
+			t.Fatalf("two blocks of %s start with %q: the test cannot tell them apart", installDoc, first)
+		}
+		byFirst[first] = b
+	}
+	claimed := map[string]bool{}
+	for first := range notRun {
+		claimed[first] = true
+	}
 	for _, s := range scenarios {
 		for _, st := range s.steps {
-			run = append(run, st.first)
+			if _, ok := notRun[st.first]; ok {
+				t.Fatalf("the block %q is both run and in notRun", st.first)
+			}
+			claimed[st.first] = true
 		}
 	}
-	byFirst := pageBlocks(t, installDoc, run, notRun)
+	for first := range byFirst {
+		if !claimed[first] {
+			t.Errorf("%s has a block no test runs, starting %q: add it to a scenario here, or to notRun with why", installDoc, first)
+		}
+	}
+	for first := range claimed {
+		if _, ok := byFirst[first]; !ok {
+			t.Errorf("%s has no block starting %q any more", installDoc, first)
+		}
+	}
+	if t.Failed() {
+		return
+	}
 
 	bin := pathWith(t, map[string]string{"helm": requireHelm(t), "kubectl": eventsdtest.Kubectl(t), "evctl": buildEvctl(t)})
 	for _, s := range scenarios {

@@ -14,53 +14,12 @@ import (
 	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
-// pageBlocks are the ```sh blocks of the page at path by their first
-// line, once every block is accounted for: run by the test (run) or
-// listed in notRun with why, and nothing in either that the page no
-// longer has. A block the page repeats word for word is one command, run
-// once.
-func pageBlocks(t *testing.T, path string, run []string, notRun map[string]string) map[string]string {
-	t.Helper()
-	byFirst := map[string]string{}
-	for _, b := range docBlocks(t, path) {
-		first, _, _ := strings.Cut(b, "\n")
-		if prev, dup := byFirst[first]; dup && prev != b {
-			t.Fatalf("two different blocks of %s start with %q: the test cannot tell them apart", path, first)
-		}
-		byFirst[first] = b
-	}
-	claimed := map[string]bool{}
-	for first := range notRun {
-		claimed[first] = true
-	}
-	for _, first := range run {
-		if _, ok := notRun[first]; ok {
-			t.Fatalf("the block %q is both run and in notRun", first)
-		}
-		claimed[first] = true
-	}
-	for first := range byFirst {
-		if !claimed[first] {
-			t.Errorf("%s has a block no test runs, starting %q: run it, or list it in notRun with why", path, first)
-		}
-	}
-	for first := range claimed {
-		if _, ok := byFirst[first]; !ok {
-			t.Errorf("%s has no block starting %q any more", path, first)
-		}
-	}
-	if t.Failed() {
-		t.FailNow()
-	}
-	return byFirst
-}
-
-// reader runs a page's blocks as a reader of the page would, in a shell
+// pageReader runs a page's blocks as a reader of the page would, in a shell
 // of their own: in dir (standing for the clone's root), with HOME a
 // directory of the test's own (the reader's ~/.kube/config), the tools
 // the page names on PATH, and the test's substitutions applied to each
 // block (each named, with why, where the test adds it).
-type reader struct {
+type pageReader struct {
 	t      *testing.T
 	page   string
 	blocks map[string]string
@@ -70,17 +29,17 @@ type reader struct {
 	subs   []string // old, new pairs, applied in order
 }
 
-// newReader is a reader of the page whose blocks are blocks, with the
+// newPageReader is a reader of the page whose blocks are blocks, with the
 // tools (name to binary) and kubectl on PATH; files are paths from the
 // repository root copied into its directory, as the clone has them.
-func newReader(t *testing.T, page string, blocks map[string]string, tools map[string]string, files ...string) *reader {
+func newPageReader(t *testing.T, page string, blocks map[string]string, tools map[string]string, files ...string) *pageReader {
 	t.Helper()
 	if tools == nil {
 		tools = map[string]string{}
 	}
 	tools["kubectl"] = eventsdtest.Kubectl(t)
 	bin := pathWith(t, tools)
-	r := &reader{t: t, page: page, blocks: blocks, dir: t.TempDir(), home: t.TempDir()}
+	r := &pageReader{t: t, page: page, blocks: blocks, dir: t.TempDir(), home: t.TempDir()}
 	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(root(), f))
 		if err != nil {
@@ -110,10 +69,10 @@ func newReader(t *testing.T, page string, blocks map[string]string, tools map[st
 }
 
 // substitute replaces old with new in every block run from now on.
-func (r *reader) substitute(old, new string) { r.subs = append(r.subs, old, new) }
+func (r *pageReader) substitute(old, new string) { r.subs = append(r.subs, old, new) }
 
 // block is the block starting with first, with the substitutions made.
-func (r *reader) block(first string) string {
+func (r *pageReader) block(first string) string {
 	r.t.Helper()
 	b, ok := r.blocks[first]
 	if !ok {
@@ -124,11 +83,11 @@ func (r *reader) block(first string) string {
 
 // replace is text with the substitutions made: a block, or a command the
 // page's prose gives.
-func (r *reader) replace(text string) string { return strings.NewReplacer(r.subs...).Replace(text) }
+func (r *pageReader) replace(text string) string { return strings.NewReplacer(r.subs...).Replace(text) }
 
 // run runs the block starting with first and returns what it printed,
 // failing the test when a command of it fails.
-func (r *reader) run(first string) string {
+func (r *pageReader) run(first string) string {
 	r.t.Helper()
 	out, err := r.try(first)
 	if err != nil {
@@ -139,7 +98,7 @@ func (r *reader) run(first string) string {
 
 // try runs the block starting with first and returns what it printed
 // and whether a command of it failed.
-func (r *reader) try(first string) (string, error) {
+func (r *pageReader) try(first string) (string, error) {
 	r.t.Helper()
 	block := r.block(first)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -154,7 +113,7 @@ func (r *reader) try(first string) (string, error) {
 // (a server in the foreground), waits until it printed ready, and stops
 // it (as Ctrl-C would) when the test ends, or with the returned stop,
 // which returns what it printed.
-func (r *reader) start(first, ready string) (stop func() string) {
+func (r *pageReader) start(first, ready string) (stop func() string) {
 	r.t.Helper()
 	_, stop = r.startText(r.block(first), ready)
 	return stop
@@ -162,7 +121,7 @@ func (r *reader) start(first, ready string) (stop func() string) {
 
 // startText is start for a command given as text (substitutions made),
 // and also returns its terminal.
-func (r *reader) startText(text, ready string) (*doctest.Terminal, func() string) {
+func (r *pageReader) startText(text, ready string) (*doctest.Terminal, func() string) {
 	r.t.Helper()
 	term, err := doctest.Start(doctest.Command{Block: text, Dir: r.dir, Env: r.env})
 	if err != nil {
