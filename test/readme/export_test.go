@@ -45,7 +45,7 @@ func TestExportPage(t *testing.T) {
 		mirror = "cat >retention-warnings.yaml <<'EOF'"
 	)
 	blocks := pageBlocks(t, exportDoc, []string{sinks, file, write, mirror}, nil)
-	r := newPageReader(t, exportDoc, blocks, map[string]string{"eventsd": eventsdtest.Binary(t)})
+	r := newPageReader(t, exportDoc, blocks, commandsBin(t))
 	slack := webhooktest.New(t, webhooktest.Options{})
 	collector := otlptest.Start(t, otlptest.Options{})
 	addr := eventsdtest.FreeAddr(t)

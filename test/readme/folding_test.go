@@ -34,7 +34,7 @@ func TestFoldingPage(t *testing.T) {
 	)
 	needs(t, "curl")
 	blocks := pageBlocks(t, foldingDoc, []string{foldServer, foldLoop, rateServer, rateLoop}, nil)
-	r := newPageReader(t, foldingDoc, blocks, map[string]string{"eventsd": eventsdtest.Binary(t)})
+	r := newPageReader(t, foldingDoc, blocks, commandsBin(t))
 	addr := eventsdtest.FreeAddr(t)
 	// eventsd is built once and on PATH (go run would build it again at
 	// each block), and listens on a free port instead of 8080, which

@@ -35,7 +35,7 @@ func TestNodeagentPage(t *testing.T) {
 		"nodeagent --runtime-endpoint /run/containerd/containerd.sock --server http://127.0.0.1:8080 \\": "it follows the node's containerd at /run/containerd/containerd.sock and keeps its state under /var/lib: a real node's, as root",
 		"sudo go run ./cmd/devcontainerd --crashloop":                                                    "it needs root, overlayfs and cgroups, and builds containerd 2.x on its first run (about 12 minutes on two busy cores)",
 	})
-	r := newPageReader(t, nodeagentDoc, blocks, buildCommands(t, "eventsd", "evctl", "nodeagent", "fakecri"))
+	r := newPageReader(t, nodeagentDoc, blocks, commandsBin(t, "evctl", "nodeagent", "fakecri"))
 	addr, metricsAddr := eventsdtest.FreeAddr(t), eventsdtest.FreeAddr(t)
 	socket := filepath.Join(t.TempDir(), "fakecri.sock")
 	// The commands are built once and on PATH, as the page's "built once"

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubevents/kubevents/internal/buildcache"
 	"github.com/kubevents/kubevents/internal/doctest"
-	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
 // pageReader runs a page's blocks as a reader of the page would, in a shell
@@ -29,16 +27,11 @@ type pageReader struct {
 	subs   []string // old, new pairs, applied in order
 }
 
-// newPageReader is a reader of the page whose blocks are blocks, with the
-// tools (name to binary) and kubectl on PATH; files are paths from the
-// repository root copied into its directory, as the clone has them.
-func newPageReader(t *testing.T, page string, blocks map[string]string, tools map[string]string, files ...string) *pageReader {
+// newPageReader is a reader of the page whose blocks are blocks, with
+// bin (commandsBin) first on PATH; files are paths from the repository
+// root copied into its directory, as the clone has them.
+func newPageReader(t *testing.T, page string, blocks map[string]string, bin string, files ...string) *pageReader {
 	t.Helper()
-	if tools == nil {
-		tools = map[string]string{}
-	}
-	tools["kubectl"] = eventsdtest.Kubectl(t)
-	bin := pathWith(t, tools)
 	r := &pageReader{t: t, page: page, blocks: blocks, dir: t.TempDir(), home: t.TempDir()}
 	for _, f := range files {
 		b, err := os.ReadFile(filepath.Join(root(), f))
@@ -53,18 +46,10 @@ func newPageReader(t *testing.T, page string, blocks map[string]string, tools ma
 			t.Fatal(err)
 		}
 	}
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "KUBECONFIG", "HOME", "PATH", "TMPDIR":
-		default:
-			r.env = append(r.env, kv)
-		}
-	}
-	// A temporary directory of the test's own: eventsd --demo keeps its
-	// store in one.
-	r.env = append(r.env, "HOME="+r.home, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"TMPDIR="+t.TempDir(), "NO_COLOR=1")
+	// The reader's shell (main's reader: HOME, no KUBECONFIG, bin on
+	// PATH), with a temporary directory of the test's own (eventsd
+	// --demo keeps its store in one) and no colours.
+	r.env = append(newReader(t, r.dir, bin, r.home).env, "TMPDIR="+t.TempDir(), "NO_COLOR=1")
 	return r
 }
 
@@ -144,26 +129,6 @@ func (r *pageReader) startText(text, ready string) (*doctest.Terminal, func() st
 		r.t.Fatalf("%s's %q: %v", r.page, text, err)
 	}
 	return term, stop
-}
-
-// buildCommands builds the commands (./cmd/NAME) into a directory of the
-// test's own and returns them by name: the pages' `go run ./cmd/NAME`
-// would build each again at every block.
-func buildCommands(t *testing.T, names ...string) map[string]string {
-	t.Helper()
-	dir := t.TempDir()
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	out := map[string]string{}
-	for _, n := range names {
-		args = append(args, "./cmd/"+n)
-		out[n] = filepath.Join(dir, n)
-	}
-	cmd := exec.Command(buildcache.GoTool(), args...)
-	cmd.Dir = root()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %v: %v\n%s", names, err, b)
-	}
-	return out
 }
 
 // needs skips the test when a command the page's blocks use is missing.

@@ -62,7 +62,7 @@ func TestSecurityPage(t *testing.T) {
 	}
 
 	// The blocks run in a directory holding what they read of the clone.
-	r := newPageReader(t, securityDoc, blocks, map[string]string{"eventsd": eventsdtest.Binary(t)}, "docs/examples/abac-policy.jsonl")
+	r := newPageReader(t, securityDoc, blocks, commandsBin(t), "docs/examples/abac-policy.jsonl")
 	addr := eventsdtest.FreeAddr(t)
 	// eventsd is built once and on PATH (go run would build it again at
 	// each block), and listens on a free port instead of 8080, which
