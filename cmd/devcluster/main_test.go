@@ -22,17 +22,6 @@ import (
 	"github.com/kubevents/kubevents/internal/syncbuf"
 )
 
-// freeAddr is a loopback address with a port free now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestDevcluster: the command README's "Beside a cluster" runs starts a
 // kube-apiserver whose kubeconfig (written where asked) kubectl uses, with
 // events in the events etcd at the address given, prints where everything
@@ -41,7 +30,7 @@ func TestDevcluster(t *testing.T) {
 	kubeapiserver.RequireBinaries(t)
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "cluster.kubeconfig")
-	eventsEtcd := freeAddr(t)
+	eventsEtcd := eventsdtest.FreeAddr(t)
 	var out syncbuf.Buffer
 	cmd := newCommand(&out)
 	cmd.SetArgs([]string{"--dir", filepath.Join(dir, "data"), "--port", "0", "--events-etcd", eventsEtcd, "--kubeconfig", kc, "--event-ttl", "2h"})
@@ -134,7 +123,7 @@ func TestPortInUse(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--port", strconv.Itoa(port), "--events-etcd", freeAddr(t)},
+		{[]string{"--port", strconv.Itoa(port), "--events-etcd", eventsdtest.FreeAddr(t)},
 			fmt.Sprintf("kube-apiserver's port %d on 127.0.0.1 is in use (another devcluster, kube-apiserver or etcd?): stop what listens there, or choose another with --port (0: any free port)", port)},
 		{[]string{"--port", "0", "--events-etcd", held.Addr().String()},
 			"the events etcd's address " + held.Addr().String() + " is in use (another devcluster, kube-apiserver or etcd?): stop what listens there, or choose another with --events-etcd (e.g. 127.0.0.1:2381)"},

@@ -156,6 +156,12 @@ func Start(c Command) (*Terminal, error) {
 	return t, nil
 }
 
+// PID is the process id of the block's shell: the parent of the block's
+// commands, for a test that signals one of them alone (Ctrl-C reaches a
+// terminal's foreground command, not the jobs it runs in the
+// background).
+func (t *Terminal) PID() int { return t.cmd.Process.Pid }
+
 // Output is what the block printed so far.
 func (t *Terminal) Output() string {
 	b, _ := os.ReadFile(t.out.Name())

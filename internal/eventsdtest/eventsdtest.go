@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"github.com/kubevents/kubevents/internal/buildcache"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -364,4 +365,16 @@ func RunKubectl(ctx context.Context, t testing.TB, kubeconfig string, stdin io.R
 	cmd.Env = append(os.Environ(), "KUBECTL_COMMAND_HEADERS=true")
 	err := cmd.Run()
 	return KubectlResult{Stdout: out.String(), Stderr: errb.String(), Err: err}
+}
+
+// FreeAddr is a loopback address whose port is free now, for a server a
+// test starts: fixed ports (8080) may be held by another test.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

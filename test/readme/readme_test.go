@@ -2,7 +2,11 @@
 // tell users to type works: their Go snippets compile as they stand, their
 // go build commands can run at the repository root, their configuration
 // examples decode, their links lead somewhere, and their examples do not
-// go stale or contradict each other.
+// go stale or contradict each other. Their commands run as a reader would
+// run them: the ```console transcripts against eventsd --demo, and each
+// page's ```sh blocks in a test of that page (install_test.go,
+// export_test.go, ...), every block run or listed with why it cannot run
+// here (pageBlocks).
 package readme
 
 import (

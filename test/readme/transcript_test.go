@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -193,12 +192,7 @@ current-context: eventsd
 // ends and returns its address once the story is written.
 func startDemo(t *testing.T, eventsd string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := eventsdtest.FreeAddr(t)
 	cmd := exec.Command(eventsd, "--demo", "--listen", addr)
 	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	logs, err := cmd.StderrPipe()
