@@ -68,14 +68,32 @@ func (c *Configuration) Validate() field.ErrorList {
 			errs = append(errs, field.Invalid(p.Child("window"), r.Window, fmt.Sprintf("must be at most %v", MaxWindow)))
 		}
 		errs = append(errs, r.Criteria.Validate(p)...)
-		if r.Name != "" {
-			if prev, dup := names[r.Name]; dup {
-				errs = append(errs, field.Duplicate(p.Child("name"), fmt.Sprintf("%s (also rules[%d].name)", r.Name, prev)))
-			}
-			names[r.Name] = i
+		// An unnamed rule is named by its index in logs and metrics:
+		// that name is taken too.
+		name := RuleName(r.Name, i)
+		if prev, dup := names[name]; dup {
+			errs = append(errs, field.Duplicate(p.Child("name"), fmt.Sprintf("%s (%s; also %s)", name, nameOf(r.Name, i), nameOf(c.Rules[prev].Name, prev))))
 		}
+		names[name] = i
 	}
 	return errs
+}
+
+// RuleName is the name of the rule at index i, named name, in logs and
+// metrics: its own, or its index when it has none.
+func RuleName(name string, i int) string {
+	if name == "" {
+		return strconv.Itoa(i)
+	}
+	return name
+}
+
+// nameOf says where rule i's name comes from, for an error.
+func nameOf(name string, i int) string {
+	if name == "" {
+		return fmt.Sprintf("rules[%d] is unnamed, so named by its index", i)
+	}
+	return fmt.Sprintf("rules[%d].name", i)
 }
 
 // Decode reads a Configuration in YAML or JSON and validates it. Unknown
@@ -121,11 +139,7 @@ func NewPolicy(c *Configuration) (*Policy, error) {
 	for i, r := range p.rules {
 		d, _ := time.ParseDuration(r.Window) // validated above
 		p.windows = append(p.windows, d)
-		name := r.Name
-		if name == "" {
-			name = strconv.Itoa(i)
-		}
-		p.names = append(p.names, name)
+		p.names = append(p.names, RuleName(r.Name, i))
 	}
 	return p, nil
 }

@@ -91,6 +91,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"too long", head + "rules:\n- window: 48h\n", []string{"rules[0].window", "at most 24h0m0s"}},
 		{"type", head + "rules:\n- window: 1m\n  types: [Error]\n", []string{"rules[0].types[0]", `"Error"`, "Normal", "Warning"}},
 		{"duplicate name", head + "rules:\n- {name: a, window: 1m}\n- {name: a, window: 2m}\n", []string{"rules[1].name", "also rules[0].name"}},
+		// An unnamed rule is named by its index: "1" is rules[1]'s name.
+		{"name of an unnamed rule", head + "rules:\n- {name: '1', window: 1m}\n- {window: 2m}\n", []string{"rules[1].name", `Duplicate value: "1 (`, "rules[1] is unnamed, so named by its index", "also rules[0].name"}},
+		{"unnamed rule's name taken later", head + "rules:\n- {window: 1m}\n- {name: '0', window: 2m}\n", []string{"rules[1].name", `Duplicate value: "0 (`, "also rules[0] is unnamed, so named by its index"}},
 		{"unknown field", head + "rules:\n- window: 1m\n  namespace: [x]\n", []string{"unknown field", "namespace"}},
 		{"repeated field", head + "rules:\n- window: 1m\n  window: 2m\n", []string{"window"}},
 		{"wrong type", head + "rules:\n- window: 1m\n  reasons: BackOff\n", []string{"rules[0].reasons", "want"}},

@@ -611,12 +611,12 @@ func logFoldRules(log *slog.Logger, c *fold.Configuration) {
 	if c == nil {
 		return
 	}
+	if len(c.Rules) == 0 {
+		log.Warn("the fold configuration has no rules: no create is folded")
+		return
+	}
 	for i, r := range c.Rules {
-		name := r.Name
-		if name == "" {
-			name = strconv.Itoa(i)
-		}
-		attrs := []any{"rule", name, "window", r.Window}
+		attrs := []any{"rule", fold.RuleName(r.Name, i), "window", r.Window}
 		for _, f := range []struct {
 			key    string
 			values []string
