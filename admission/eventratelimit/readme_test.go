@@ -15,14 +15,16 @@ func TestDocsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const section, fence = "## Event rate limits", "```yaml\n"
+	// The example is the file the section's first block writes
+	// (cat >admission.yaml <<'EOF' ... EOF), which test/readme runs.
+	const section, heredoc = "## Event rate limits", "cat >admission.yaml <<'EOF'\n"
 	_, rest, ok := strings.Cut(string(readme), section)
 	if ok {
-		_, rest, ok = strings.Cut(rest, fence)
+		_, rest, ok = strings.Cut(rest, heredoc)
 	}
-	example, _, closed := strings.Cut(rest, "```")
+	example, _, closed := strings.Cut(rest, "\nEOF\n")
 	if !ok || !closed {
-		t.Fatalf("%s has no YAML example under %q", page, section)
+		t.Fatalf("%s has no admission.yaml written under %q", page, section)
 	}
 	p := filepath.Join(t.TempDir(), "admission.yaml")
 	if err := os.WriteFile(p, []byte(example), 0o600); err != nil {
