@@ -40,6 +40,8 @@ type Module struct {
 	Commands []Command
 	// LDFlags are the linker flags for a version ("-s -w" when nil).
 	LDFlags func(version string) string
+	// Tags are the build tags (go build -tags), if any.
+	Tags string
 
 	once sync.Once
 	bin  Binaries
@@ -86,6 +88,9 @@ func (m *Module) locate() (located, error) {
 	}
 	var extra strings.Builder
 	extra.WriteString(m.ldflags(version))
+	if m.Tags != "" {
+		extra.WriteString(" tags=" + m.Tags)
+	}
 	for _, c := range m.Commands {
 		fmt.Fprintf(&extra, " %s=%s", c.Name, c.Package)
 	}
@@ -145,7 +150,9 @@ func (m *Module) goBuild(l located, dir, out string) error {
 	for i, c := range m.Commands {
 		pkgs[i] = c.Package
 	}
-	args := append([]string{"list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}"}, pkgs...)
+	tags := []string{"-tags", m.Tags}
+	args := append(append([]string{"list"}, tags...), "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}")
+	args = append(args, pkgs...)
 	if b, err := run(args...); err != nil {
 		return fmt.Errorf("%s %w: the modules cannot be had (go list -deps in %s: %w):\n%s", m.Dir, ErrUnavailable, l.src, err, LastLines(b, 30))
 	}
@@ -154,7 +161,7 @@ func (m *Module) goBuild(l located, dir, out string) error {
 		if c.Name == m.last() {
 			dst = out
 		}
-		if b, err := run("build", "-trimpath", "-ldflags", m.ldflags(l.version), "-o", dst, c.Package); err != nil {
+		if b, err := run(append(append([]string{"build"}, tags...), "-trimpath", "-ldflags", m.ldflags(l.version), "-o", dst, c.Package)...); err != nil {
 			return fmt.Errorf("buildcache: go build %s in %s: %w\n%s", c.Package, l.src, err, LastLines(b, 60))
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/kubevents/kubevents/internal/buildcache"
 	"github.com/kubevents/kubevents/internal/syncbuf"
 )
 
@@ -294,12 +295,12 @@ func (c *Containerd) start() error {
 		select {
 		case werr := <-exited:
 			exited <- werr
-			return fmt.Errorf("containerdproc: containerd exited: %v\n%s", werr, lastLines([]byte(c.logs.String()), 40))
+			return fmt.Errorf("containerdproc: containerd exited: %v\n%s", werr, buildcache.LastLines([]byte(c.logs.String()), 40))
 		default:
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("containerdproc: containerd's CRI plugin did not answer within %v: %w\n%s", c.opts.ReadyTimeout, err,
-				lastLines([]byte(c.logs.String()), 40))
+				buildcache.LastLines([]byte(c.logs.String()), 40))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

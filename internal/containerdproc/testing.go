@@ -3,6 +3,8 @@ package containerdproc
 import (
 	"errors"
 	"testing"
+
+	"github.com/kubevents/kubevents/internal/buildcache"
 )
 
 // BuildCommand builds and caches containerd ahead of the tests.
@@ -38,7 +40,7 @@ func StartTest(t testing.TB) *Containerd {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("containerd's log (last lines):\n%s", lastLines([]byte(c.Logs()), 80))
+			t.Logf("containerd's log (last lines):\n%s", buildcache.LastLines([]byte(c.Logs()), 80))
 		}
 	})
 	return c
@@ -48,5 +50,5 @@ func logsOf(c *Containerd) string {
 	if c == nil {
 		return ""
 	}
-	return lastLines([]byte(c.Logs()), 80)
+	return buildcache.LastLines([]byte(c.Logs()), 80)
 }

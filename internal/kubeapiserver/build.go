@@ -203,19 +203,10 @@ func goBuild(src, version, out string) error {
 		return cmd.CombinedOutput()
 	}
 	if b, err := run("list", "-deps", "-f", "{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}", mainPackage); err != nil {
-		return fmt.Errorf("%w: the modules %s %s needs cannot be had (go list -deps in %s: %w):\n%s", ErrUnavailable, mainPackage, version, src, err, lastLines(b, 30))
+		return fmt.Errorf("%w: the modules %s %s needs cannot be had (go list -deps in %s: %w):\n%s", ErrUnavailable, mainPackage, version, src, err, buildcache.LastLines(b, 30))
 	}
 	if b, err := run("build", "-trimpath", "-ldflags", LDFlags(version), "-o", out, mainPackage); err != nil {
-		return fmt.Errorf("kubeapiserver: go build %s %s in %s: %w\n%s", mainPackage, version, src, err, lastLines(b, 60))
+		return fmt.Errorf("kubeapiserver: go build %s %s in %s: %w\n%s", mainPackage, version, src, err, buildcache.LastLines(b, 60))
 	}
 	return nil
-}
-
-// lastLines is the last n lines of b.
-func lastLines(b []byte, n int) string {
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -862,10 +862,11 @@ func (c *Cluster) Close() error {
 }
 
 // freeAddr is a loopback address with a port free now.
-func freeAddr() (string, error) { return freeAddrOn("127.0.0.1") }
+func freeAddr() (string, error) { return FreeAddr("127.0.0.1") }
 
-// freeAddrOn is an address of ip with a port free now.
-func freeAddrOn(ip string) (string, error) {
+// FreeAddr is an address of ip with a TCP port free now, for a server the
+// caller starts on ip.
+func FreeAddr(ip string) (string, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		return "", err
@@ -876,7 +877,7 @@ func freeAddrOn(ip string) (string, error) {
 
 // freePort is a port of ip free now.
 func freePort(ip string) (int, error) {
-	addr, err := freeAddrOn(ip)
+	addr, err := FreeAddr(ip)
 	if err != nil {
 		return 0, err
 	}

@@ -157,7 +157,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	users := append([]kubeapiserver.User{{Name: nodeUser, Groups: []string{"system:nodes"}}}, c.opts.Users...)
 	var eventsEtcd string
 	if c.opts.EventsEtcd {
-		if eventsEtcd, err = freeAddr(c.net.HostIP()); err != nil {
+		if eventsEtcd, err = kubeapiserver.FreeAddr(c.net.HostIP()); err != nil {
 			return err
 		}
 	}
@@ -405,16 +405,6 @@ func (c *Cluster) EventsEtcdURL() string {
 		return ""
 	}
 	return c.apiserver.EventsEtcdEndpoint()
-}
-
-// freeAddr is an address of ip with a TCP port free now.
-func freeAddr(ip string) (string, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return "", fmt.Errorf("nodecluster: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // NetNS is the path of the node's network namespace.

@@ -3,6 +3,8 @@ package readme
 import (
 	"strings"
 	"testing"
+
+	"github.com/kubevents/kubevents/internal/doctest"
 )
 
 // pageTests are the pages whose ```sh blocks a test of this package runs
@@ -64,7 +66,7 @@ var blocksRunElsewhere = map[string]map[string]string{
 // a page's new block fails until it is.
 func TestEveryPageBlockAccounted(t *testing.T) {
 	for _, p := range pages(t) {
-		if len(blocksIn(p.text)) == 0 {
+		if len(doctest.Blocks(p.text, "sh")) == 0 {
 			continue
 		}
 		if _, ok := pageTests[p.name]; ok {
@@ -84,15 +86,4 @@ func TestEveryPageBlockAccounted(t *testing.T) {
 			t.Errorf("%s is in both pageTests and blocksRunElsewhere", name)
 		}
 	}
-}
-
-// blocksIn are md's ```sh blocks.
-func blocksIn(md string) []string {
-	var out []string
-	for _, m := range fenceRE.FindAllStringSubmatch(md, -1) {
-		if m[1] == "sh" {
-			out = append(out, m[2])
-		}
-	}
-	return out
 }

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/kubevents/kubevents/internal/buildcache"
 	"github.com/kubevents/kubevents/internal/doctest"
+	"github.com/kubevents/kubevents/internal/eventsdtest"
 	"github.com/kubevents/kubevents/internal/nodecluster"
 )
 
@@ -262,14 +262,11 @@ func WaitEvent(t *testing.T, cs kubernetes.Interface, ns, reason string) {
 	})
 }
 
+// FreePort is a loopback TCP port free now, for a port-forward.
 func FreePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	_, port, _ := net.SplitHostPort(eventsdtest.FreeAddr(t))
+	return port
 }
 
 // GoRun runs `go run args...` at the repository's root.
