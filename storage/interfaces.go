@@ -119,12 +119,33 @@ type Selector struct {
 	Fields eventapi.FieldSelector
 	// Labels is the label selector; nil matches everything.
 	Labels labels.Selector
+	// Objects, when set, restricts to the events whose regarding or
+	// related object is one of a set (a family of objects, resolved by
+	// the server from the family.* field selectors). Backends find the
+	// candidates through the name indexes of Objects.Names and keep those
+	// Objects.Involves accepts.
+	Objects ObjectSet
+}
+
+// ObjectSet is a set of objects an event must involve, as its regarding
+// or its related object. The set may grow while a watch runs (ownership
+// learned after its events): Involves answers for the set as it is when
+// called, and is safe for concurrent use.
+type ObjectSet interface {
+	// Names returns the names of the set's objects, each once: every
+	// event Involves accepts has one of them as its regarding or related
+	// object's name. A list takes its candidates from the name indexes
+	// with them. Empty means no event can match.
+	Names() []string
+	// Involves reports whether ev's regarding or related object is in
+	// the set.
+	Involves(ev *corev1.Event) bool
 }
 
 // SelectsAll reports whether s has no field or label selector: it selects
 // every event (of its namespace, when it names one).
 func (s Selector) SelectsAll() bool {
-	return len(s.Fields) == 0 && (s.Labels == nil || s.Labels.Empty())
+	return len(s.Fields) == 0 && (s.Labels == nil || s.Labels.Empty()) && s.Objects == nil
 }
 
 // Matches reports whether ev is selected.
@@ -135,7 +156,10 @@ func (s Selector) Matches(ev *corev1.Event) bool {
 	if !s.Fields.Matches(ev) {
 		return false
 	}
-	return s.Labels == nil || s.Labels.Empty() || s.Labels.Matches(labels.Set(ev.Labels))
+	if s.Labels != nil && !s.Labels.Empty() && !s.Labels.Matches(labels.Set(ev.Labels)) {
+		return false
+	}
+	return s.Objects == nil || s.Objects.Involves(ev)
 }
 
 // ListOptions selects what List returns and at which revision.
@@ -331,4 +355,32 @@ type Elector interface {
 	// The task should use leading (or contexts derived from it) for its
 	// SaveCursor calls, which fences them on the leadership.
 	Lead(ctx context.Context, name string) (leading context.Context, release func(), err error)
+}
+
+// RecordStore is implemented by stores that keep small records of
+// eventsd's own beside the events, in named spaces: the ownership lineage
+// of the objects events are about (package lineage). Records are not
+// events: they are not listed, watched or counted, and take no revision of
+// their own on the embedded store (on etcd they are keys outside the
+// events prefix, readable by every replica).
+type RecordStore interface {
+	// Records calls fn with every record of space, in key order, as of
+	// one moment; fn's value is only valid during the call. An error of
+	// fn ends the scan and is returned.
+	Records(ctx context.Context, space string, fn func(key string, value []byte) error) error
+	// SaveRecords durably applies writes to space, all or none: a write
+	// with a nil Value deletes its key (deleting a missing key is not an
+	// error). Once it returns nil, a restart, even after kill -9, reads
+	// them back. It fails with ErrUnavailable (or ErrUnreachable) as event
+	// writes do. A space is 1 to 63 bytes of [a-z0-9-]; a key is 1 to 253
+	// bytes without '/'.
+	SaveRecords(ctx context.Context, space string, writes []RecordWrite) error
+}
+
+// RecordWrite is one write of RecordStore.SaveRecords.
+type RecordWrite struct {
+	// Key names the record within its space.
+	Key string
+	// Value is the record; nil deletes it.
+	Value []byte
 }

@@ -26,7 +26,8 @@ type Plan struct {
 	Name string
 	// Lookups, when not nil, are the index lookups whose union holds every
 	// match (one for an equality on an indexed field, two for involves.uid
-	// or involves.name); nil means a scan of every key (within Namespace).
+	// or involves.name, two per name of an object set); nil means a scan
+	// of every key (within Namespace).
 	Lookups []Lookup
 }
 
@@ -68,6 +69,34 @@ func (s Set) Plan(sel storage.Selector) Plan {
 			best = max(a, b)
 			p.Lookups = []Lookup{{ID: inv.pair[0], Value: v}, {ID: inv.pair[1], Value: v}}
 		}
+	}
+	if sel.Objects != nil {
+		return s.planObjects(sel.Objects, p, best)
+	}
+	return p
+}
+
+// planObjects plans a selector with an object set (a family): the union
+// of both name indexes' entries for each of the set's names, unless a
+// lookup on an index before the names (a uid) was found already, which is
+// narrower than a whole family.
+func (s Set) planObjects(objs storage.ObjectSet, p Plan, best int) Plan {
+	a, b := s.pos(InvolvedName), s.pos(RelatedName)
+	if a < 0 || b < 0 || best < a {
+		return p
+	}
+	names := objs.Names()
+	if len(names) == 0 {
+		return Plan{None: true}
+	}
+	p.Lookups = make([]Lookup, 0, 2*len(names))
+	for _, n := range names {
+		if n != "" {
+			p.Lookups = append(p.Lookups, Lookup{ID: InvolvedName, Value: n}, Lookup{ID: RelatedName, Value: n})
+		}
+	}
+	if len(p.Lookups) == 0 {
+		return Plan{None: true}
 	}
 	return p
 }
