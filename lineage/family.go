@@ -1,0 +1,309 @@
+package lineage
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubevents/kubevents/storage"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// eventSlack widens an object's lifetime when an event that names it
+// without a uid is matched by name: components' clocks differ, and events
+// about an object still come a little after its deletion (Killing).
+const eventSlack = 2 * time.Minute
+
+// FamilySpec names the object whose family is asked for: by UID, or by
+// Kind, Namespace and Name (AnyNamespace: the name in every namespace).
+type FamilySpec struct {
+	UID          types.UID
+	Kind         string
+	Namespace    string
+	AnyNamespace bool
+	Name         string
+	// WithNodes adds the Nodes the family's Pods ran on, within the time
+	// they ran there.
+	WithNodes bool
+}
+
+// String renders the spec as a user wrote it.
+func (s FamilySpec) String() string {
+	if s.UID != "" {
+		return "uid " + string(s.UID)
+	}
+	if s.Namespace == "" {
+		return s.Kind + "/" + s.Name
+	}
+	return s.Kind + "/" + s.Namespace + "/" + s.Name
+}
+
+// Family is the set of objects a FamilySpec names and everything they own,
+// transitively, at any time, deleted ones included: a storage.ObjectSet.
+// It is live: objects the graph learns later are in it as soon as their
+// ownership is known.
+type Family struct {
+	g     *Graph
+	spec  FamilySpec
+	roots map[ID]bool
+	ident ident
+}
+
+var _ storage.ObjectSet = (*Family)(nil)
+
+// Family returns the family of the object spec names. The objects named
+// are every one the graph holds under that uid or name (an object
+// recreated under one name is one family); an object the graph does not
+// know still has its own events, matched by uid or by kind, namespace and
+// name.
+func (g *Graph) Family(spec FamilySpec) *Family {
+	f := &Family{g: g, spec: spec, roots: map[ID]bool{}, ident: identOf(spec.Kind, spec.Namespace, spec.Name)}
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if spec.UID != "" {
+		f.roots[ID(spec.UID)] = true
+		if o, ok := g.objs[ID(spec.UID)]; ok {
+			f.ident = identOf(o.Kind, o.Namespace, o.Name)
+		}
+		return f
+	}
+	if spec.AnyNamespace {
+		for k, ids := range g.byName {
+			if k.kind == f.ident.kind && k.name == f.ident.name {
+				for id := range ids {
+					f.roots[id] = true
+				}
+			}
+		}
+		return f
+	}
+	for id := range g.byName[f.ident] {
+		f.roots[id] = true
+	}
+	return f
+}
+
+// Known reports whether the graph knows the family's object: when it does
+// not, the family holds only that object's own events.
+func (f *Family) Known() bool {
+	f.g.mu.RLock()
+	defer f.g.mu.RUnlock()
+	for id := range f.roots {
+		if _, ok := f.g.objs[id]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Members returns the family's objects the graph holds, roots first, then
+// in ownership order (owners before what they own), then by name; with
+// WithNodes, the Nodes its Pods ran on last.
+func (f *Family) Members() []Object {
+	f.g.mu.RLock()
+	defer f.g.mu.RUnlock()
+	var out []Object
+	f.walk(func(o *Object, depth int) { out = append(out, clone(o)) })
+	if f.spec.WithNodes {
+		for _, n := range f.nodeNames(out) {
+			if ids := f.g.byName[identOf("Node", "", n)]; len(ids) > 0 {
+				for id := range ids {
+					out = append(out, clone(f.g.objs[id]))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// walk calls fn for each member the graph holds, depth-first from the
+// roots (sorted), children by name, each once; under g.mu.
+func (f *Family) walk(fn func(o *Object, depth int)) {
+	seen := map[ID]bool{}
+	var visit func(id ID, depth int)
+	visit = func(id ID, depth int) {
+		o, ok := f.g.objs[id]
+		if !ok || seen[id] || depth > maxDepth {
+			return
+		}
+		seen[id] = true
+		fn(o, depth)
+		kids := make([]*Object, 0, len(f.g.children[id]))
+		for c := range f.g.children[id] {
+			if co, ok := f.g.objs[c]; ok {
+				kids = append(kids, co)
+			}
+		}
+		slices.SortFunc(kids, func(a, b *Object) int {
+			if c := a.FirstSeen.Compare(b.FirstSeen); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+		for _, k := range kids {
+			visit(k.ID, depth+1)
+		}
+	}
+	roots := make([]ID, 0, len(f.roots))
+	for id := range f.roots {
+		roots = append(roots, id)
+	}
+	slices.Sort(roots)
+	for _, id := range roots {
+		visit(id, 0)
+	}
+}
+
+// nodeNames returns the nodes the Pods among objs ran on, sorted.
+func (f *Family) nodeNames(objs []Object) []string {
+	var out []string
+	for _, o := range objs {
+		if o.Kind == "Pod" && o.Node != "" && !slices.Contains(out, o.Node) {
+			out = append(out, o.Node)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Names implements storage.ObjectSet: the names of the members (and of
+// the named object, known or not), and with WithNodes of their Nodes.
+func (f *Family) Names() []string {
+	f.g.mu.RLock()
+	defer f.g.mu.RUnlock()
+	names := map[string]bool{}
+	if f.ident.name != "" {
+		names[f.ident.name] = true
+	}
+	var pods []Object
+	f.walk(func(o *Object, _ int) {
+		names[o.Name] = true
+		if f.spec.WithNodes && o.Kind == "Pod" {
+			pods = append(pods, *o)
+		}
+	})
+	for _, n := range f.nodeNames(pods) {
+		names[n] = true
+	}
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Involves implements storage.ObjectSet.
+func (f *Family) Involves(ev *corev1.Event) bool {
+	first, last := EventSpan(ev)
+	if f.refIn(&ev.InvolvedObject, first, last) {
+		return true
+	}
+	return ev.Related != nil && f.refIn(ev.Related, first, last)
+}
+
+// refIn reports whether the object ref names is a member, at the time
+// [first, last] of the event naming it.
+func (f *Family) refIn(ref *corev1.ObjectReference, first, last time.Time) bool {
+	if ref.UID != "" && f.roots[ID(ref.UID)] {
+		return true
+	}
+	f.g.mu.RLock()
+	defer f.g.mu.RUnlock()
+	if ref.UID != "" {
+		if o, ok := f.g.objs[ID(ref.UID)]; ok {
+			return f.member(o) || f.onNode(ref, first, last)
+		}
+	}
+	// No uid, or one the graph never learned (an object created and
+	// deleted while nothing watched): by kind, namespace and name at the
+	// event's time.
+	id := identOf(ref.Kind, ref.Namespace, ref.Name)
+	for oid := range f.g.byName[id] {
+		o := f.g.objs[oid]
+		if alive(o, first, last) && f.member(o) {
+			return true
+		}
+	}
+	if id == f.ident || f.spec.AnyNamespace && id.kind == f.ident.kind && id.name == f.ident.name {
+		return true
+	}
+	return f.onNode(ref, first, last)
+}
+
+// alive reports whether o existed at some time of [first, last], give or
+// take eventSlack.
+func alive(o *Object, first, last time.Time) bool {
+	if !last.IsZero() && last.Before(o.FirstSeen.Add(-eventSlack)) {
+		return false
+	}
+	return !o.Deleted || first.IsZero() || !first.After(o.LastSeen.Add(eventSlack))
+}
+
+// member reports whether o is a root or owned by one, transitively; under
+// g.mu.
+func (f *Family) member(o *Object) bool {
+	seen := map[ID]bool{}
+	var up func(o *Object, depth int) bool
+	up = func(o *Object, depth int) bool {
+		if f.roots[o.ID] {
+			return true
+		}
+		if depth > maxDepth || seen[o.ID] {
+			return false
+		}
+		seen[o.ID] = true
+		for _, ow := range o.Owners {
+			if f.roots[ow] {
+				return true
+			}
+			if po, ok := f.g.objs[ow]; ok && up(po, depth+1) {
+				return true
+			}
+		}
+		return false
+	}
+	return up(o, 0)
+}
+
+// onNode reports, with WithNodes, whether ref is a Node one of the
+// family's Pods ran on during [first, last]; under g.mu.
+func (f *Family) onNode(ref *corev1.ObjectReference, first, last time.Time) bool {
+	if !f.spec.WithNodes || ref.Kind != "Node" {
+		return false
+	}
+	found := false
+	f.walk(func(o *Object, _ int) {
+		if !found && o.Kind == "Pod" && o.Node == ref.Name && alive(o, first, last) {
+			found = true
+		}
+	})
+	return found
+}
+
+// EventSpan returns the first and last time an event reports: its
+// eventTime (or firstTimestamp) and its series' last observed time (or
+// lastTimestamp), falling back to its creation time.
+func EventSpan(ev *corev1.Event) (first, last time.Time) {
+	switch {
+	case !ev.EventTime.IsZero():
+		first = ev.EventTime.Time
+	case !ev.FirstTimestamp.IsZero():
+		first = ev.FirstTimestamp.Time
+	default:
+		first = ev.CreationTimestamp.Time
+	}
+	switch {
+	case ev.Series != nil && !ev.Series.LastObservedTime.IsZero():
+		last = ev.Series.LastObservedTime.Time
+	case !ev.LastTimestamp.IsZero():
+		last = ev.LastTimestamp.Time
+	default:
+		last = first
+	}
+	if last.Before(first) {
+		first, last = last, first
+	}
+	return first, last
+}
