@@ -49,7 +49,40 @@ const (
 	FieldInvolvesName       Field = "involves.name"
 	FieldInvolvesUID        Field = "involves.uid"
 	FieldInvolvesAPIVersion Field = "involves.apiVersion"
+
+	// The family.* fields select the events of an object and of
+	// everything it owns, transitively, at any time (the server resolves
+	// them with the ownership lineage it learned; FieldSelector.Matches
+	// ignores them). family.uid, or family.kind with family.name, name
+	// the object; family.withNodes=true adds the Nodes its Pods ran on.
+	// Only equality is supported.
+	FieldFamilyKind      Field = "family.kind"
+	FieldFamilyNamespace Field = "family.namespace"
+	FieldFamilyName      Field = "family.name"
+	FieldFamilyUID       Field = "family.uid"
+	FieldFamilyWithNodes Field = "family.withNodes"
 )
+
+// IsFamily reports whether f is a family.* field.
+func IsFamily(f Field) bool {
+	switch f {
+	case FieldFamilyKind, FieldFamilyNamespace, FieldFamilyName, FieldFamilyUID, FieldFamilyWithNodes:
+		return true
+	}
+	return false
+}
+
+// Family splits s into its family.* terms and the others.
+func (s FieldSelector) Family() (family, rest FieldSelector) {
+	for _, r := range s {
+		if IsFamily(r.Field) {
+			family = append(family, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	return family, rest
+}
 
 // involvesFields maps each involves.* field to the regarding and related
 // fields it stands for.
@@ -71,6 +104,7 @@ var extensionFields = map[Field]bool{
 	FieldRelatedAPIVersion: true, FieldRelatedResourceVersion: true, FieldRelatedFieldPath: true,
 	FieldInvolvesKind: true, FieldInvolvesNamespace: true, FieldInvolvesName: true, FieldInvolvesUID: true,
 	FieldInvolvesAPIVersion: true,
+	FieldFamilyKind:         true, FieldFamilyNamespace: true, FieldFamilyName: true, FieldFamilyUID: true, FieldFamilyWithNodes: true,
 }
 
 // coreLabels maps the field labels core/v1 accepts to internal fields: every
@@ -84,6 +118,7 @@ var coreLabels = func() map[string]Field {
 		FieldRelatedKind, FieldRelatedNamespace, FieldRelatedName, FieldRelatedUID,
 		FieldRelatedAPIVersion, FieldRelatedResourceVersion, FieldRelatedFieldPath,
 		FieldInvolvesKind, FieldInvolvesNamespace, FieldInvolvesName, FieldInvolvesUID, FieldInvolvesAPIVersion,
+		FieldFamilyKind, FieldFamilyNamespace, FieldFamilyName, FieldFamilyUID, FieldFamilyWithNodes,
 	} {
 		m[string(f)] = f
 	}
@@ -121,6 +156,11 @@ var eventsLabels = map[string]Field{
 	"involves.name":             FieldInvolvesName,
 	"involves.uid":              FieldInvolvesUID,
 	"involves.apiVersion":       FieldInvolvesAPIVersion,
+	"family.kind":               FieldFamilyKind,
+	"family.namespace":          FieldFamilyNamespace,
+	"family.name":               FieldFamilyName,
+	"family.uid":                FieldFamilyUID,
+	"family.withNodes":          FieldFamilyWithNodes,
 }
 
 // FieldLabels returns the field labels v accepts, sorted, for documentation
@@ -225,6 +265,9 @@ func (s FieldSelector) Matches(ev *corev1.Event) bool {
 			involves = true
 			continue
 		}
+		if IsFamily(r.Field) {
+			continue // resolved by the server into the selector's object set
+		}
 		if (Value(ev, r.Field) == r.Value) == r.Negate {
 			return false
 		}
@@ -276,7 +319,7 @@ func (e *UnsupportedFieldError) Error() string {
 }
 
 // Extensions says whether the fields upstream does not have (action,
-// reportingInstance, related.*, involves.*) are accepted.
+// reportingInstance, related.*, involves.*, family.*) are accepted.
 type Extensions bool
 
 // ParseFieldSelector parses a field selector in v's field labels (as a
@@ -302,7 +345,7 @@ func ParseFieldSelector(v Version, raw string, ext Extensions) (FieldSelector, e
 		if !ok || (!bool(ext) && extensionFields[f]) {
 			return nil, &UnsupportedFieldError{Label: r.Field}
 		}
-		if IsInvolves(f) && r.Operator == selection.NotEquals {
+		if (IsInvolves(f) || IsFamily(f)) && r.Operator == selection.NotEquals {
 			return nil, fmt.Errorf("field selector %s supports only =", r.Field)
 		}
 		switch r.Operator {

@@ -307,3 +307,17 @@ func EventSpan(ev *corev1.Event) (first, last time.Time) {
 	}
 	return first, last
 }
+
+// Has reports whether the object id is in the family now.
+func (f *Family) Has(id ID) bool {
+	if f.roots[id] {
+		return true
+	}
+	f.g.mu.RLock()
+	defer f.g.mu.RUnlock()
+	o, ok := f.g.objs[id]
+	return ok && f.member(o)
+}
+
+// Spec returns what the family was asked for with.
+func (f *Family) Spec() FamilySpec { return f.spec }

@@ -140,6 +140,11 @@ type Config struct {
 	// and patches (of both API groups; dry runs excepted): refused writes
 	// get 429 with a Retry-After.
 	EventRateLimit *eventratelimit.Limiter
+	// Lineage resolves the family.* field selectors: the ownership lineage
+	// eventsd learns (package lineage). Nil answers them as a lineage that
+	// knows nothing: each object's own events, with a warning that
+	// ownership is not learned.
+	Lineage Lineage
 	// UI serves the web timeline (package ui) at /ui/. Its files are
 	// served without authentication (they hold no data); the API requests
 	// the page makes are authenticated and authorized as any other.

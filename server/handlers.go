@@ -960,7 +960,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 		writeStatus(w, se)
 		return
 	}
-	lo, se := parseListOptions(rr.query, rr, eventapi.Extensions(!s.cfg.DisableExtensions))
+	lo, se := s.parseListOptions(w, rr.query, rr)
 	if se != nil {
 		writeStatus(w, se)
 		return
@@ -999,14 +999,18 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 }
 
 // parseSelector reads the namespace of rr and the fieldSelector and
-// labelSelector parameters of a list or a watch.
-func parseSelector(q url.Values, rr resourceRequest, ext eventapi.Extensions) (storage.Selector, *apierrors.StatusError) {
+// labelSelector parameters of a list or a watch, resolving family.*
+// terms into the selector's object set (with their warnings on w).
+func (s *Server) parseSelector(w http.ResponseWriter, q url.Values, rr resourceRequest) (storage.Selector, *apierrors.StatusError) {
 	sel := storage.Selector{Namespace: rr.namespace}
-	fs, err := eventapi.ParseFieldSelector(rr.version, q.Get("fieldSelector"), ext)
+	fs, err := eventapi.ParseFieldSelector(rr.version, q.Get("fieldSelector"), eventapi.Extensions(!s.cfg.DisableExtensions))
 	if err != nil {
 		return sel, apierrors.NewBadRequest(err.Error())
 	}
 	sel.Fields = fs
+	if se := s.resolveFamily(w, &sel); se != nil {
+		return sel, se
+	}
 	if raw := q.Get("labelSelector"); raw != "" {
 		ls, err := labels.Parse(raw)
 		if err != nil {
@@ -1019,9 +1023,9 @@ func parseSelector(q url.Values, rr resourceRequest, ext eventapi.Extensions) (s
 
 // parseListOptions reads the selectors, pagination and resourceVersion
 // parameters of a list.
-func parseListOptions(q url.Values, rr resourceRequest, ext eventapi.Extensions) (storage.ListOptions, *apierrors.StatusError) {
+func (s *Server) parseListOptions(w http.ResponseWriter, q url.Values, rr resourceRequest) (storage.ListOptions, *apierrors.StatusError) {
 	var lo storage.ListOptions
-	sel, se := parseSelector(q, rr, ext)
+	sel, se := s.parseSelector(w, q, rr)
 	if se != nil {
 		return lo, se
 	}
@@ -1073,7 +1077,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest
 		writeStatus(w, se)
 		return
 	}
-	lo, se := parseListOptions(rr.query, rr, eventapi.Extensions(!s.cfg.DisableExtensions))
+	lo, se := s.parseListOptions(w, rr.query, rr)
 	if se != nil {
 		writeStatus(w, se)
 		return

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubevents/kubevents/lineage"
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
@@ -42,6 +43,9 @@ type Server struct {
 	fields *fieldmanager.Manager
 	// folder folds creates into stored isomorphic events (fold.go).
 	folder *folder
+	// lineage resolves family.* selectors (family.go): Config.Lineage, or
+	// an empty lineage that says ownership is not learned.
+	lineage Lineage
 
 	handlers           map[verb]handlerFunc
 	readOnly, mutating inflight
@@ -81,6 +85,10 @@ func New(cfg Config) (*Server, error) {
 		anonymous:   anonymousUser(),
 	}
 	s.handlers = s.verbHandlers()
+	s.lineage = cfg.Lineage
+	if s.lineage == nil {
+		s.lineage = lineage.New(lineage.Options{Clock: cfg.Clock})
+	}
 	var err error
 	if s.retention, err = retention.NewPolicy(cfg.Retention, cfg.EventTTL); err != nil {
 		return nil, fmt.Errorf("server: Config.Retention: %w", err)

@@ -29,10 +29,10 @@ type watchParams struct {
 	timeout time.Duration
 }
 
-func (s *Server) parseWatch(r *http.Request, rr resourceRequest) (watchParams, *apierrors.StatusError) {
+func (s *Server) parseWatch(w http.ResponseWriter, rr resourceRequest) (watchParams, *apierrors.StatusError) {
 	q := rr.query
 	var p watchParams
-	sel, se := parseSelector(q, rr, eventapi.Extensions(!s.cfg.DisableExtensions))
+	sel, se := s.parseSelector(w, q, rr)
 	if se != nil {
 		return p, se
 	}
@@ -112,7 +112,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	if o.isProtobuf() {
 		contentType = protobufMediaType + ";stream=watch"
 	}
-	p, se := s.parseWatch(r, rr)
+	p, se := s.parseWatch(w, rr)
 	if se != nil {
 		writeStatus(w, se)
 		return
@@ -122,6 +122,14 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	if !ok {
 		writeStatus(w, apierrors.NewInternalError(errors.New("the connection does not support streaming")))
 		return
+	}
+	// A family's watch learns of objects joining it (subscribed before
+	// the store's watch starts, so that no join is missed).
+	feed := s.newFamilyFeed(p.opts.Selector)
+	var joins <-chan struct{}
+	if feed != nil {
+		defer feed.stop()
+		joins = feed.signal
 	}
 	var initial *watchInit
 	if p.opts.SendInitialEvents {
@@ -170,6 +178,21 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 			if !ok {
 				return
 			}
+			if feed != nil {
+				joined, err := feed.admit(ctx, e)
+				if err != nil {
+					s.setWriteDeadline(w)
+					_, _ = w.Write(enc.errorFrame(err))
+					return
+				}
+				if !s.writeEvents(w, enc, joined) {
+					return
+				}
+				if feed.sent(e) {
+					flusher.Flush()
+					continue
+				}
+			}
 			frame, err := enc.frame(e)
 			if err != nil {
 				s.cfg.Logger.Error("encoding watch event", "err", err)
@@ -183,6 +206,17 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 			if e.Err != nil {
 				return
 			}
+		case <-joins:
+			events, err := feed.joined(ctx)
+			if err != nil {
+				s.setWriteDeadline(w)
+				_, _ = w.Write(enc.errorFrame(err))
+				return
+			}
+			if !s.writeEvents(w, enc, events) {
+				return
+			}
+			flusher.Flush()
 		case <-timeout.C():
 			return
 		case <-s.stopWatches:
@@ -191,6 +225,23 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 			return
 		}
 	}
+}
+
+// writeEvents writes events as watch frames, without flushing; false
+// when the watch must end.
+func (s *Server) writeEvents(w http.ResponseWriter, enc *watchEncoder, events []storage.Event) bool {
+	for _, e := range events {
+		frame, err := enc.frame(e)
+		if err != nil {
+			s.cfg.Logger.Error("encoding watch event", "err", err)
+			return false
+		}
+		s.setWriteDeadline(w)
+		if _, err := w.Write(frame); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // watchEncoder turns storage events into watch frames: one

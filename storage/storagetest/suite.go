@@ -79,6 +79,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListOrderAndNamespaces", testListOrder},
 		{"ListFieldSelectors", testListFieldSelectors},
 		{"ListLabelSelector", testListLabels},
+		{"ObjectSet", testObjectSet},
 		{"ListPagination", testListPagination},
 		{"ListPaginationManyLists", testListPaginationManyLists},
 		{"ListRemainingItemCount", testListRemainingItemCount},
