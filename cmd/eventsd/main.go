@@ -64,6 +64,7 @@ type options struct {
 	maxMutating     int
 	extensions      bool
 	ui              bool
+	lineage         bool
 	maxObjectSize   int
 	requestTimeout  time.Duration
 	bookmarkEvery   time.Duration
@@ -190,6 +191,7 @@ profiles at /debug/pprof/ (--profiling).`,
 	f.StringVar(&o.etcdIndexDir, "etcd-index-dir", "", "The directory of the etcd backend's on-disk index (--etcd-index=disk); <--data-dir>/etcd-index when empty. Created if missing; no two eventsd processes may share it.")
 	f.Int64Var(&o.leaseReuseDuration, "lease-reuse-duration-seconds", int64(etcdstore.DefaultLeaseReuseDuration/time.Second), "The time in seconds that each etcd lease is reused (capped at 5% of the TTL). A lower value avoids a large number of objects reusing one lease; it must not be too small, or etcd's lease count grows.")
 	f.BoolVar(&o.ui, "ui", true, "Serve the web timeline at /ui/ (its files without authentication; the API requests it makes are authenticated and authorized as any other).")
+	f.BoolVar(&o.lineage, "lineage", true, "Learn which object owns which (from stored events and, with a source, from the source's object metadata), keep it as long as the events, and answer the family.* field selectors with an object's events and those of everything it owns. Off, family selectors list only the named object's own events.")
 	o.source.addFlags(f)
 	f.BoolVar(&o.demo, "demo", false, "Fill the store with a demo: the last half hour of a small cluster's events as of now (a rollout whose new Pod crashloops in namespace shop, an OOM kill, a Pod that cannot be scheduled then fits in namespace batch, a Node that goes NotReady and comes back), and keep its crashloop going while eventsd runs. Without --data-dir the store is a new temporary directory, removed at exit. Not with a mirror or authentication.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind authentication and authorization when set: non-resource get on /debug/pprof/*).")
@@ -412,8 +414,16 @@ func run(ctx context.Context, o options) error {
 		scfg.ReadOnly = fmt.Sprintf("eventsd mirrors the events of a cluster (%s): they are read-only here; write events to that cluster's kube-apiserver", src.name)
 		scfg.ReadyChecks = append(scfg.ReadyChecks, mir)
 	}
+	var lin *runningLineage
+	if o.lineage {
+		if lin, err = startLineage(ctx, store, log); err != nil {
+			return failStart(err)
+		}
+		scfg.Lineage = lin.graph
+	}
 	srv, err = server.New(scfg)
 	if err != nil {
+		lin.Stop()
 		return failStart(err)
 	}
 	// The exporter runs until the server has stopped taking writes, and
@@ -504,6 +514,7 @@ func run(ctx context.Context, o options) error {
 	stopMirror()
 	<-exportDone
 	<-mirrorDone
+	lin.Stop()
 	if errors.Is(err, mirror.ErrRefused) {
 		// The mirror refused its source before reading anything, and the
 		// API took no writes (read-only): the start failed, and leaves no
