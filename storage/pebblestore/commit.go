@@ -23,10 +23,10 @@ const (
 	opCreate opKind = iota
 	opUpdate
 	opDelete
-	opExpire // delete if still at pre.Revision and expired
-	opTrim   // drop change-log entries below trimTo
-	opReopen // reopen the database if a full disk left it unable to write
-	opCursor // save the cursor name at cursorRev (see cursor.go)
+	opExpire  // delete if still at pre.Revision and expired
+	opTrim    // drop change-log entries below trimTo
+	opReopen  // reopen the database if a full disk left it unable to write
+	opCursor  // save the cursor name at cursorRev (see cursor.go)
 	opRecords // apply records to the record space name (see records.go)
 )
 
