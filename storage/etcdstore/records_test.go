@@ -11,21 +11,9 @@ import (
 
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/etcdstore"
+	"github.com/kubevents/kubevents/storage/storagetest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// recordsOf returns the records of space as key → value.
-func recordsOf(t *testing.T, ctx context.Context, s storage.RecordStore, space string) map[string]string {
-	t.Helper()
-	got := map[string]string{}
-	if err := s.Records(ctx, space, func(k string, v []byte) error {
-		got[k] = string(v)
-		return nil
-	}); err != nil {
-		t.Fatalf("records of %q: %v", space, err)
-	}
-	return got
-}
 
 // TestRecordsLayout: a record is <prefix>/kubevents.io/records/<space>/<key>
 // holding its value byte for byte, without a lease, outside the events
@@ -51,11 +39,11 @@ func TestRecordsLayout(t *testing.T) {
 	if resp := e.get("/custom/kubevents.io/records/lineage/uid-2"); len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "2" {
 		t.Fatalf("record under /custom holds %v", resp.Kvs)
 	}
-	if got := recordsOf(t, e.ctx, e.s, "lineage"); len(got) != 1 || got["uid-1"] != string(value) {
+	if got := storagetest.RecordsOf(t, e.ctx, e.s, "lineage"); len(got) != 1 || got["uid-1"] != string(value) {
 		t.Fatalf("records of /registry: %q, want uid-1 only", got)
 	}
 	// Every replica reads them.
-	if got := recordsOf(t, e.ctx, e.replicaWith(nil), "lineage"); len(got) != 1 {
+	if got := storagetest.RecordsOf(t, e.ctx, e.replicaWith(nil), "lineage"); len(got) != 1 {
 		t.Fatalf("another replica reads %q", got)
 	}
 }
@@ -73,7 +61,7 @@ func TestRecordsLargeSave(t *testing.T) {
 	if err := e.s.SaveRecords(e.ctx, "big", writes); err != nil {
 		t.Fatalf("a save of %d records of %d bytes: %v", n, size, err)
 	}
-	got := recordsOf(t, e.ctx, e.s, "big")
+	got := storagetest.RecordsOf(t, e.ctx, e.s, "big")
 	if len(got) != n {
 		t.Fatalf("%d records read back, want %d", len(got), n)
 	}
@@ -112,13 +100,13 @@ func TestLeadDeposedRecordsFenced(t *testing.T) {
 	if !errors.Is(err, storage.ErrConflict) || !strings.Contains(err.Error(), "no longer leads") {
 		t.Fatalf("a deposed leader's records: got %v, want ErrConflict", err)
 	}
-	if got := recordsOf(t, e.ctx, e.s, "lineage"); len(got) != 1 || got["a"] != "1" {
+	if got := storagetest.RecordsOf(t, e.ctx, e.s, "lineage"); len(got) != 1 || got["a"] != "1" {
 		t.Fatalf("records after the refused save: %q, want a:1 only", got)
 	}
 	if err := e.s.SaveRecords(e.ctx, "lineage", []storage.RecordWrite{{Key: "a", Value: nil}}); err != nil {
 		t.Fatalf("an unfenced save: %v", err)
 	}
-	if got := recordsOf(t, e.ctx, e.s, "lineage"); len(got) != 0 {
+	if got := storagetest.RecordsOf(t, e.ctx, e.s, "lineage"); len(got) != 0 {
 		t.Fatalf("records after deleting a: %q", got)
 	}
 	r.release()

@@ -5,31 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/pebblestore"
+	"github.com/kubevents/kubevents/storage/storagetest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
-
-// recordsOf returns the records of space as key → value.
-func recordsOf(t *testing.T, s storage.RecordStore, space string) map[string]string {
-	t.Helper()
-	got := map[string]string{}
-	if err := s.Records(context.Background(), space, func(k string, v []byte) error {
-		got[k] = string(v)
-		return nil
-	}); err != nil {
-		t.Fatalf("records of %q: %v", space, err)
-	}
-	return got
-}
 
 // TestCrashKeepsSavedRecords: records whose SaveRecords returned survive
 // power loss, saved amid concurrent writes (they share their synced
@@ -37,23 +23,10 @@ func recordsOf(t *testing.T, s storage.RecordStore, space string) map[string]str
 // the crash rebuilds the key presence set (none was saved), which must
 // not take the records for events.
 func TestCrashKeepsSavedRecords(t *testing.T) {
-	fs := vfs.NewCrashableMem()
-	s, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: fs, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs, s := openCrashable(t)
 	ctx := context.Background()
 	const n = 200
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := s.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("e%03d", i)}, Reason: "R"}, storage.WriteOptions{}); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
+	wait := createConcurrently(t, s, n)
 	saved := map[string]string{}
 	for i := 0; i < 50; i++ {
 		writes := []storage.RecordWrite{
@@ -74,22 +47,10 @@ func TestCrashKeepsSavedRecords(t *testing.T) {
 			}
 		}
 	}
-	wg.Wait()
-	rev := s.Revision()
-	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: crashed, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
-	if got := recordsOf(t, s2, "lineage"); fmt.Sprint(got) != fmt.Sprint(saved) {
+	wait()
+	s2 := crashAndReopen(t, fs, s, n)
+	if got := storagetest.RecordsOf(t, context.Background(), s2, "lineage"); fmt.Sprint(got) != fmt.Sprint(saved) {
 		t.Fatalf("records after the crash: %v, want %v", got, saved)
-	}
-	if s2.Revision() != rev || s2.Stats().Events != n {
-		t.Fatalf("after the crash: revision %d (was %d), %d events (want %d)", s2.Revision(), rev, s2.Stats().Events, n)
 	}
 	// The rebuilt presence set still finds every event (a create of one
 	// is refused), and the records' keys do not stand for any.
@@ -102,23 +63,17 @@ func TestCrashKeepsSavedRecords(t *testing.T) {
 // writes are (ErrUnavailable for ENOSPC) and changes nothing, Records
 // still reads, and saves resume once space is freed.
 func TestDiskFullRefusesRecords(t *testing.T) {
-	fs := newFullFS("data")
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: fs, Clock: clk, MinFreeBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	fs, clk, s := openOnFullFS(t)
 	ctx := context.Background()
 	if err := s.SaveRecords(ctx, "lineage", []storage.RecordWrite{{Key: "a", Value: []byte("1")}}); err != nil {
 		t.Fatal(err)
 	}
 	fs.leave(1 << 19) // below the reserve
-	err = s.SaveRecords(ctx, "lineage", []storage.RecordWrite{{Key: "a", Value: []byte("2")}, {Key: "b", Value: []byte("2")}})
+	err := s.SaveRecords(ctx, "lineage", []storage.RecordWrite{{Key: "a", Value: []byte("2")}, {Key: "b", Value: []byte("2")}})
 	if !errors.Is(err, storage.ErrUnavailable) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("save on a full disk: got %v, want ErrUnavailable for ENOSPC", err)
 	}
-	if got := recordsOf(t, s, "lineage"); fmt.Sprint(got) != "map[a:1]" {
+	if got := storagetest.RecordsOf(t, context.Background(), s, "lineage"); fmt.Sprint(got) != "map[a:1]" {
 		t.Fatalf("records on a full disk: %v, want a:1 only", got)
 	}
 	fs.limit.Store(1 << 40)
@@ -126,7 +81,7 @@ func TestDiskFullRefusesRecords(t *testing.T) {
 	if err := s.SaveRecords(ctx, "lineage", []storage.RecordWrite{{Key: "a", Value: []byte("3")}}); err != nil {
 		t.Fatalf("save once space is back: %v", err)
 	}
-	if got := recordsOf(t, s, "lineage"); fmt.Sprint(got) != "map[a:3]" {
+	if got := storagetest.RecordsOf(t, context.Background(), s, "lineage"); fmt.Sprint(got) != "map[a:3]" {
 		t.Fatalf("records: %v, want a:3", got)
 	}
 }
@@ -157,7 +112,7 @@ func TestRecordsOutliveExpiry(t *testing.T) {
 		clk.Step(time.Minute)
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := recordsOf(t, s, "lineage"); fmt.Sprint(got) != "map[a:1 b:2]" {
+	if got := storagetest.RecordsOf(t, context.Background(), s, "lineage"); fmt.Sprint(got) != "map[a:1 b:2]" {
 		t.Fatalf("records after every event expired: %v, want a:1 b:2", got)
 	}
 }
