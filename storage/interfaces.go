@@ -373,7 +373,13 @@ type RecordStore interface {
 	// error). Once it returns nil, a restart, even after kill -9, reads
 	// them back. It fails with ErrUnavailable (or ErrUnreachable) as event
 	// writes do. A space is 1 to 63 bytes of [a-z0-9-]; a key is 1 to 253
-	// bytes without '/'.
+	// bytes without '/', written at most once per call
+	// (CheckRecordWrites): otherwise it fails with an error wrapping
+	// ErrInvalidRecord and writes nothing. On etcd, all or none holds per
+	// transaction of at most 128 writes and 1 MiB (etcd's limits; see
+	// etcdstore's SaveRecords): a call of more that fails may leave its
+	// first transactions applied, which writing them again repeats
+	// harmlessly.
 	SaveRecords(ctx context.Context, space string, writes []RecordWrite) error
 }
 

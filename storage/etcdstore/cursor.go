@@ -85,11 +85,7 @@ func (s *Store) SaveCursor(ctx context.Context, name string, rev int64) error {
 	}
 	rctx, cancel := s.requestCtx(ctx)
 	defer cancel()
-	txn := s.cli.Txn(rctx)
-	l, _ := ctx.Value(leadershipKey{}).(*leadership)
-	if l != nil {
-		txn = txn.If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev))
-	}
+	txn, l := s.fencedTxn(ctx, rctx)
 	resp, err := txn.Then(clientv3.OpPut(s.cursorKey(name), strconv.FormatInt(rev, 10))).Commit()
 	if err != nil {
 		return fmt.Errorf("etcdstore: save cursor %q: %w", name, mapErr(s.unavailable(ctx, err)))
@@ -98,4 +94,19 @@ func (s *Store) SaveCursor(ctx context.Context, name string, rev int64) error {
 		return fmt.Errorf("etcdstore: cursor %q not saved: this replica no longer leads %q: %w", name, l.name, storage.ErrConflict)
 	}
 	return nil
+}
+
+// fencedTxn returns a transaction on rctx fenced on the leadership ctx
+// carries, if it carries one (ctx descends from a leading context of
+// Lead): If CreateRevision(election key) = the one it was won with. The
+// transaction then fails (Succeeded false) once that leadership is lost,
+// even before this replica notices. The leadership is nil when there is
+// none, and the transaction unconditional.
+func (s *Store) fencedTxn(ctx, rctx context.Context) (clientv3.Txn, *leadership) {
+	txn := s.cli.Txn(rctx)
+	l, _ := ctx.Value(leadershipKey{}).(*leadership)
+	if l != nil {
+		txn = txn.If(clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev))
+	}
+	return txn, l
 }

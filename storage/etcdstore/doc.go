@@ -29,6 +29,9 @@
 //     hold (HoldHistory) asks for older changes, up to MaxHistoryHold.
 //   - Export: cursors (CursorStore), history holds and leader elections
 //     (Lead) are keys under <prefix>/kubevents.io/, outside the events.
+//   - Records (RecordStore) are <prefix>/kubevents.io/records/<space>/<key>,
+//     saved in transactions of at most 128 writes, read in pages at one
+//     revision (records.go).
 //
 // Watches: the store keeps one etcd watch on the prefix (WithRev(rev+1),
 // WithPrevKV, WithPrefix, WithProgressNotify) and fans its changes out to

@@ -94,6 +94,12 @@ func checkAllFail(t *testing.T, s *etcdstore.Store, clk *clocktesting.FakeClock,
 	start = time.Now()
 	_, err = s.Watch(ctx, storage.WatchOptions{})
 	wantUnreachable(t, "Watch", start, err, endpoints)
+	start = time.Now()
+	err = s.SaveRecords(ctx, "lineage", []storage.RecordWrite{{Key: "k", Value: []byte("v")}})
+	wantUnreachable(t, "SaveRecords", start, err, endpoints)
+	start = time.Now()
+	err = s.Records(ctx, "lineage", func(string, []byte) error { return nil })
+	wantUnreachable(t, "Records", start, err, endpoints)
 	// A caller whose own deadline comes first (the server's request
 	// timeout, a client's timeout parameter) gets its context's error:
 	// the server answers that with its own 504.

@@ -23,10 +23,11 @@ const (
 	opCreate opKind = iota
 	opUpdate
 	opDelete
-	opExpire // delete if still at pre.Revision and expired
-	opTrim   // drop change-log entries below trimTo
-	opReopen // reopen the database if a full disk left it unable to write
-	opCursor // save the cursor name at cursorRev (see cursor.go)
+	opExpire  // delete if still at pre.Revision and expired
+	opTrim    // drop change-log entries below trimTo
+	opReopen  // reopen the database if a full disk left it unable to write
+	opCursor  // save the cursor name at cursorRev (see cursor.go)
+	opRecords // apply records to the record space name (see records.go)
 )
 
 // op is one write handed to the committer. The submitting goroutine fills
@@ -42,6 +43,7 @@ type op struct {
 	createIfMissing bool
 	trimTo          int64
 	cursorRev       int64
+	records         []storage.RecordWrite
 
 	result *corev1.Event
 	err    error
@@ -216,6 +218,9 @@ type group struct {
 	// namespaces are the changes of the group to each namespace's count
 	// of events, published with its view.
 	namespaces map[string]int64
+	// records says the group writes records, which a new view must show
+	// once the group is durable, even if it has no events.
+	records bool
 }
 
 // countIn records that the group changes namespace ns's count by d.
@@ -314,7 +319,7 @@ func (s *Store) commitGroup(ops []*op) {
 					o.err, o.result = err, nil
 				}
 			}
-			g.entries, g.expired, g.trimTo = nil, 0, 0
+			g.entries, g.expired, g.trimTo, g.records = nil, 0, 0, false
 		}
 	}
 	if g.trimTo > 0 {
@@ -329,6 +334,10 @@ func (s *Store) commitGroup(ops []*op) {
 		s.expired.Add(g.expired)
 		s.publishView(s.rev, g.namespaces)
 		s.hub.append(g.entries)
+	} else if g.records {
+		// Records take no revision: the view is one of the same
+		// revision (the same events) that shows them.
+		s.publishView(s.rev, nil)
 	}
 	for _, o := range ops {
 		close(o.done)
@@ -343,6 +352,9 @@ func estimateBytes(ops []*op) int {
 	n := 0
 	for _, o := range ops {
 		n += 2*len(o.proto) + 1024
+		for _, w := range o.records {
+			n += len(o.name) + len(w.Key) + len(w.Value) + 32
+		}
 	}
 	return n
 }
@@ -351,6 +363,10 @@ func estimateBytes(ops []*op) int {
 func (s *Store) stage(g *group, o *op) error {
 	if o.kind == opCursor {
 		g.batch.Set(cursorKey(o.name), revBytes(o.cursorRev))
+		return nil
+	}
+	if o.kind == opRecords {
+		stageRecords(g, o.name, o.records)
 		return nil
 	}
 	if o.kind == opTrim {

@@ -3,27 +3,17 @@ package pebblestore_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/kubevents/kubevents/storage"
-	"github.com/kubevents/kubevents/storage/pebblestore"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // TestDiskFullRefusesCursors: on a full disk SaveCursor is refused as
 // writes are (ErrUnavailable for ENOSPC) and changes nothing, Cursor
 // still reads, and saves resume once space is freed.
 func TestDiskFullRefusesCursors(t *testing.T) {
-	fs := newFullFS("data")
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	s, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: fs, Clock: clk, MinFreeBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	fs, clk, s := openOnFullFS(t)
 	ctx := context.Background()
 	if err := s.SaveCursor(ctx, "sink", 5); err != nil {
 		t.Fatal(err)

@@ -136,6 +136,20 @@ func fillUntilRefused(t *testing.T, s storage.Interface, prefix string) (acked [
 
 // waitHealthy steps the clock until the store's maintenance notices it can
 // write again.
+// openOnFullFS opens a store in "data" on a fullFS (of unlimited size
+// until its limit is set) with a reserve of 1 MiB, on a fake clock.
+func openOnFullFS(t *testing.T) (*fullFS, *clocktesting.FakeClock, *pebblestore.Store) {
+	t.Helper()
+	fs := newFullFS("data")
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: fs, Clock: clk, MinFreeBytes: 1 << 20, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return fs, clk, s
+}
+
 func waitHealthy(t *testing.T, s *pebblestore.Store, clk *clocktesting.FakeClock) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

@@ -9,6 +9,7 @@
 //	i <index> <escaped value> <ns>/<name> → secondary index entry
 //	m <name>                            → metadata (revision, count, oldest log rev)
 //	c <name>                            → an export cursor's revision (cursor.go)
+//	r <space> 0x00 <key>                → a record of RecordStore (records.go)
 //
 // Writes go through one committer goroutine that gathers concurrent requests
 // into a group, checks their preconditions, assigns revisions and commits the

@@ -8,7 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Key prefixes.
+// Key prefixes. Besides these: 'm' the metadata keys below, 'c' the
+// cursors (cursor.go, prefixCursor), 'r' the records (records.go,
+// prefixRecord). Every scan is bounded by the prefix it reads, so none
+// meets another prefix's keys.
 const (
 	prefixObject = 'o'
 	prefixLog    = 'l'

@@ -31,13 +31,7 @@ func cursorStore(t *testing.T, s storage.Interface) storage.CursorStore {
 func testCursors(t *testing.T, h Harness) {
 	f := open(t, h, nil)
 	cs := cursorStore(t, f.s)
-	f.create(ev("default", "a"))
-	w, err := f.s.Watch(f.ctx, storage.WatchOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	before, stats := f.s.Revision(), f.s.Stats()
+	p := f.probeEvents()
 	if got, found, err := cs.Cursor(f.ctx, "sink-a"); err != nil || got != 0 || found {
 		t.Fatalf("cursor never saved: got %d, %v, %v; want 0, not found", got, found, err)
 	}
@@ -60,23 +54,54 @@ func testCursors(t *testing.T, h Harness) {
 			t.Fatalf("cursor %q saved", bad)
 		}
 	}
-	if !h.SharedRevisions && f.s.Revision() != before {
-		t.Fatalf("saving cursors moved the revision from %d to %d", before, f.s.Revision())
+	f.checkNotEvents(h, p, "cursors")
+}
+
+// eventsProbe is what checkNotEvents compares with: the store's
+// revision and stats, and a watch, from before a case saved what is not
+// an event.
+type eventsProbe struct {
+	w      storage.Watcher
+	before int64
+	stats  storage.Stats
+}
+
+// probeEvents creates the event default/a and starts a watch, for
+// checkNotEvents.
+func (f *fixture) probeEvents() *eventsProbe {
+	f.t.Helper()
+	f.create(ev("default", "a"))
+	w, err := f.s.Watch(f.ctx, storage.WatchOptions{})
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	if st := f.s.Stats(); st.Events != stats.Events || st.Events != 1 {
-		t.Fatalf("stats report %d events after saving cursors, %d before; want 1", st.Events, stats.Events)
+	f.t.Cleanup(w.Stop)
+	return &eventsProbe{w: w, before: f.s.Revision(), stats: f.s.Stats()}
+}
+
+// checkNotEvents checks that what the case saved since probeEvents
+// (named by what) is not events: not listed, watched or counted, and, on
+// a store whose revisions are its events', it took no revision.
+func (f *fixture) checkNotEvents(h Harness, p *eventsProbe, what string) {
+	t := f.t
+	t.Helper()
+	if !h.SharedRevisions && f.s.Revision() != p.before {
+		t.Fatalf("saving %s moved the revision from %d to %d", what, p.before, f.s.Revision())
+	}
+	if st := f.s.Stats(); st.Events != p.stats.Events || st.Events != 1 {
+		t.Fatalf("stats report %d events after saving %s, %d before; want 1", st.Events, what, p.stats.Events)
 	}
 	res, err := f.s.List(f.ctx, storage.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "list after saving cursors", names(res.Items), []string{"default/a"})
+	equal(t, "list after saving "+what, names(res.Items), []string{"default/a"})
 	b := f.create(ev("default", "b"))
-	if !h.SharedRevisions && rev(t, b) != before+1 {
-		t.Fatalf("the event after the cursors got revision %d, want %d", rev(t, b), before+1)
+	if !h.SharedRevisions && rev(t, b) != p.before+1 {
+		t.Fatalf("the event after the %s got revision %d, want %d", what, rev(t, b), p.before+1)
 	}
-	expect(t, w, watch.Added, "b") // and nothing for the cursors before it
-	expectNone(t, w)
+	expect(t, p.w, watch.Added, "b") // and nothing for what was saved before it
+	expectNone(t, p.w)
 }
 
 // testCursorsReopen: a saved cursor survives closing and reopening the

@@ -61,9 +61,9 @@ type Harness struct {
 	ContinueExpiresByCompaction bool
 	// SharedRevisions says the backend's revision counter is shared with
 	// keys that are not events (etcd's), so that writes outside the
-	// events, such as cursors (storage.CursorStore), move the revision the
-	// next event gets. The cursor case then checks only that cursors are
-	// not events.
+	// events, such as cursors (storage.CursorStore) and records
+	// (storage.RecordStore), move the revision the next event gets. The
+	// cursor and record cases then check only that they are not events.
 	SharedRevisions bool
 }
 
@@ -100,6 +100,10 @@ func Run(t *testing.T, h Harness) {
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"Cursors", testCursors},
 		{"CursorsReopen", testCursorsReopen},
+		{"Records", testRecords},
+		{"RecordsInvalid", testRecordsInvalid},
+		{"RecordsMany", testRecordsMany},
+		{"RecordsReopen", testRecordsReopen},
 		{"HoldHistory", testHoldHistory},
 	}
 	for _, c := range cases {
