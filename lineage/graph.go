@@ -33,8 +33,9 @@ const (
 	// maxDepth bounds walks up and down ownership: real chains are short
 	// (CronJob, Job, Pod), and owner references may form cycles.
 	maxDepth = 16
-	// flushChunk bounds the writes of one SaveRecords.
-	flushChunk = 512
+	// flushChunk bounds the writes of one SaveRecords: on etcd, a save of
+	// at most 128 writes is one transaction, all or none.
+	flushChunk = 128
 )
 
 // Options configure a Graph. The zero value of each field takes its

@@ -1,8 +1,8 @@
 package lineage
 
 import (
-	"fmt"
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
