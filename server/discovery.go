@@ -39,6 +39,8 @@ var discoveryResources = []apiResource{
 	// core/v1's wherever discovery lists this group too (a cluster whose
 	// kube-apiserver delegates it to eventsd).
 	{"events.kubevents.io", "v1", "events", "event", "Event", true, nil, readVerbs},
+	// The ownership lineage behind the family.* selectors (lineages.go).
+	{"events.kubevents.io", "v1", "lineages", "lineage", "Lineage", true, nil, []string{"list"}},
 
 	{"", "v1", "pods", "pod", "Pod", true, []string{"po"}, nil},
 	{"", "v1", "nodes", "node", "Node", false, []string{"no"}, nil},

@@ -269,6 +269,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.serveResource(w, r, rr, watchPath)
 		return
 	}
+	if ns, ok := lineagePath(r.URL.Path); ok {
+		s.serveLineages(w, r, ns)
+		return
+	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		if s.discovery.serve(w, r) || s.openapi.serve(w, r, frontProxy) || serveNamespace(w, r) {
 			return

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/lineage"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// lineagePath recognises /apis/events.kubevents.io/v1[/namespaces/NS]/lineages
+// and returns its namespace.
+func lineagePath(p string) (namespace string, ok bool) {
+	rest, ok := strings.CutPrefix(p, kubeventsPrefix)
+	if !ok {
+		return "", false
+	}
+	parts := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	switch {
+	case len(parts) == 1 && parts[0] == eventapi.LineageResource:
+		return "", true
+	case len(parts) == 3 && parts[0] == "namespaces" && parts[1] != "" && parts[2] == eventapi.LineageResource:
+		return parts[1], true
+	}
+	return "", false
+}
+
+// serveLineages lists a family's objects (eventapi.LineageList) within the
+// read-only in-flight limit and the request timeout, as a list of events.
+func (s *Server) serveLineages(w http.ResponseWriter, r *http.Request, namespace string) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		writeStatus(w, methodNotAllowed(r.Method))
+		return
+	}
+	q := r.URL.Query()
+	if watch, _ := queryBool(q, "watch"); watch {
+		writeStatus(w, methodNotAllowed("watch"))
+		return
+	}
+	s.withTimeout(w, r, q, func(w http.ResponseWriter, r *http.Request) {
+		if !s.readOnly.tryAcquire() {
+			s.metrics.rejected.WithLabelValues("readOnly").Inc()
+			tooManyRequests(w)
+			return
+		}
+		defer s.readOnly.release()
+		rr := resourceRequest{verb: verbList, version: eventapi.KubeventsV1, namespace: namespace, query: q}
+		sel, se := s.parseSelector(w, q, rr)
+		if se != nil {
+			writeStatus(w, se)
+			return
+		}
+		fam, ok := sel.Objects.(*lineage.Family)
+		if !ok || len(sel.Fields) > 0 || (sel.Labels != nil && !sel.Labels.Empty()) {
+			writeStatus(w, apierrors.NewBadRequest(eventapi.LineageResource+" are listed by family: give family.kind and family.name (or family.uid) as the only field selectors"))
+			return
+		}
+		list := eventapi.LineageList{
+			TypeMeta: metav1.TypeMeta{APIVersion: eventapi.KubeventsGroupVersion.String(), Kind: "LineageList"},
+			ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatInt(s.cfg.Store.Revision(), 10)},
+			Items:    []eventapi.Lineage{},
+		}
+		for _, o := range fam.Members() {
+			if namespace != "" && o.Namespace != namespace {
+				continue // a namespaced list shows that namespace's part of the family
+			}
+			list.Items = append(list.Items, s.lineageItem(&o))
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(&list)
+	})
+}
+
+// lineageItem renders one object of the lineage.
+func (s *Server) lineageItem(o *lineage.Object) eventapi.Lineage {
+	it := eventapi.Lineage{
+		TypeMeta:   metav1.TypeMeta{APIVersion: eventapi.KubeventsGroupVersion.String(), Kind: "Lineage"},
+		ObjectMeta: metav1.ObjectMeta{Name: string(o.ID), Namespace: o.Namespace, CreationTimestamp: metav1.NewTime(o.FirstSeen)},
+		Object:     corev1.ObjectReference{Kind: o.Kind, APIVersion: o.APIVersion, Namespace: o.Namespace, Name: o.Name, UID: o.UID()},
+		Node:       o.Node, FirstSeen: metav1.NewTime(o.FirstSeen), LastSeen: metav1.NewTime(o.LastSeen), Deleted: o.Deleted,
+	}
+	for _, id := range o.Owners {
+		ref := corev1.ObjectReference{UID: types.UID(id)}
+		if ow, ok := s.lineage.Get(id); ok {
+			ref = corev1.ObjectReference{Kind: ow.Kind, APIVersion: ow.APIVersion, Namespace: ow.Namespace, Name: ow.Name, UID: ow.UID()}
+		}
+		it.Owners = append(it.Owners, ref)
+	}
+	return it
+}
