@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
@@ -91,9 +92,15 @@ func startFollower(t *testing.T, opts FollowerOptions) *running {
 // its resets.
 type countingMapper struct {
 	meta.RESTMapper
-	mu     sync.Mutex
-	calls  map[schema.GroupKind]int
-	resets atomic.Int32
+	mu      sync.Mutex
+	calls   map[schema.GroupKind]int
+	resets  atomic.Int32
+	kindFor atomic.Int32
+}
+
+func (m *countingMapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	m.kindFor.Add(1)
+	return m.RESTMapper.KindFor(r)
 }
 
 func (m *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
@@ -114,7 +121,9 @@ func (m *countingMapper) count(gk schema.GroupKind) int {
 
 func (m *countingMapper) Reset() {
 	m.resets.Add(1)
-	m.RESTMapper.(meta.ResettableRESTMapper).Reset()
+	if r, ok := m.RESTMapper.(meta.ResettableRESTMapper); ok {
+		r.Reset()
+	}
 }
 
 func ownedBy(kind, name string, uid types.UID) []metav1.OwnerReference {
@@ -516,4 +525,71 @@ func TestFollowerStore(t *testing.T) {
 	if _, ok := g.Get("p2"); !ok {
 		t.Error("Replace dropped the good objects along with the bad one")
 	}
+}
+
+// TestFollowerWatchErrors: the ERROR events of a watch (a 410 Gone after a
+// compaction) are passed on and counted by code, and a watch stopped
+// while an event waits for its reader ends without leaking.
+func TestFollowerWatchErrors(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	in := watch.NewFake()
+	var codes []int
+	w := newErrorCountingWatch(in, func(code int) { codes = append(codes, code) })
+	go in.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired})
+	e := <-w.ResultChan()
+	if e.Type != watch.Error || e.Object.(*metav1.Status).Code != 410 {
+		t.Errorf("passed on %+v", e)
+	}
+	go in.Add(&metav1.PartialObjectMetadata{})
+	e = <-w.ResultChan()
+	if e.Type != watch.Added {
+		t.Errorf("passed on %+v", e)
+	}
+	if !slices.Equal(codes, []int{410}) {
+		t.Errorf("counted %v, want [410]", codes)
+	}
+	// An event the reader never takes.
+	sent := make(chan struct{})
+	go func() { in.Modify(&metav1.PartialObjectMetadata{}); close(sent) }()
+	<-sent
+	w.Stop()
+	for range w.ResultChan() {
+	}
+}
+
+// TestFollowerUnmapped: a configured kind the source's discovery does not
+// know is the reason ownership is not learned, and mapping it is retried
+// with backoff on the Follower's clock.
+func TestFollowerUnmapped(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	mapper := &countingMapper{RESTMapper: meta.NewDefaultRESTMapper(nil)}
+	clk := clocktesting.NewFakeClock(time.Now())
+	g := New(Options{})
+	f := startFollower(t, FollowerOptions{Metadata: metadatafake.NewSimpleMetadataClient(runtime.NewScheme()), Mapper: mapper, Graph: g, Clock: clk, Kinds: []string{"widgets.example.com"}})
+	want := "ownership is not learned: the source's discovery does not map widgets.example.com: "
+	eventually(t, 10*time.Second, "Learning() names the unmapped kind", func() bool { return strings.HasPrefix(g.Learning(), want) })
+	tries := func() int { return int(mapper.kindFor.Load()) }
+	eventually(t, 10*time.Second, "the retry waits on the clock", clk.HasWaiters)
+	// The first attempt asked discovery again (a Reset) when the kind
+	// was not found; the retries within RetryInterval do not.
+	if n := mapper.resets.Load(); n != 1 {
+		t.Errorf("%d resets, want 1", n)
+	}
+	for _, d := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		n := tries()
+		clk.Step(d - time.Millisecond)
+		if !clk.HasWaiters() || tries() != n {
+			t.Fatalf("retried before %v", d)
+		}
+		clk.Step(time.Millisecond)
+		eventually(t, 10*time.Second, "retried after the backoff", func() bool { return tries() == n+1 })
+		eventually(t, 10*time.Second, "the next retry waits on the clock", clk.HasWaiters)
+	}
+	if n := mapper.resets.Load(); n != 1 {
+		t.Errorf("%d resets within RetryInterval, want 1", n)
+	}
+	if f.HasSynced() {
+		t.Error("HasSynced with a kind never listed")
+	}
+	f.stop(t)
 }
