@@ -90,6 +90,7 @@ type FollowerOptions struct {
 // no copy of the objects: the Graph is the only one in memory.
 type Follower struct {
 	opts    FollowerOptions
+	mapper  meta.RESTMapperWithContext // opts.Mapper's
 	metrics *followerMetrics
 	noted   chan schema.GroupVersionKind
 	mapLog  *ratelog.Limiter
@@ -148,6 +149,7 @@ func NewFollower(opts FollowerOptions) (*Follower, error) {
 	}
 	f := &Follower{
 		opts:       opts,
+		mapper:     meta.ToRESTMapperWithContext(opts.Mapper),
 		noted:      make(chan schema.GroupVersionKind, notedQueue),
 		mapLog:     ratelog.New(opts.Clock, followerLogInterval),
 		byResource: map[schema.GroupResource]*source{},
@@ -222,7 +224,7 @@ func (f *Follower) Run(ctx context.Context) error {
 			f.mu.Unlock()
 			return nil
 		case gvk := <-f.noted:
-			if s := f.mapNoted(gvk); s != nil {
+			if s := f.mapNoted(ctx, gvk); s != nil {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -307,7 +309,7 @@ func (f *Follower) forgetFailures(now time.Time) bool {
 func (f *Follower) mapConfigured(ctx context.Context, s *source) bool {
 	delay := time.Second
 	for {
-		m, err := f.mapResource(s.gr)
+		m, err := f.mapResource(ctx, s.gr)
 		f.mu.Lock()
 		s.mapping, s.mapErr = m, err
 		if err == nil {
@@ -331,15 +333,15 @@ func (f *Follower) mapConfigured(ctx context.Context, s *source) bool {
 }
 
 // mapResource maps gr to the RESTMapping of its preferred version.
-func (f *Follower) mapResource(gr schema.GroupResource) (*meta.RESTMapping, error) {
-	gvk, err := f.opts.Mapper.KindFor(gr.WithVersion(""))
+func (f *Follower) mapResource(ctx context.Context, gr schema.GroupResource) (*meta.RESTMapping, error) {
+	gvk, err := f.mapper.KindForWithContext(ctx, gr.WithVersion(""))
 	if err != nil && meta.IsNoMatchError(err) && f.resetMapper() {
-		gvk, err = f.opts.Mapper.KindFor(gr.WithVersion(""))
+		gvk, err = f.mapper.KindForWithContext(ctx, gr.WithVersion(""))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lineage: mapping %s: %w", gr, err)
 	}
-	m, err := f.opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	m, err := f.mapper.RESTMappingWithContext(ctx, gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("lineage: mapping %s: %w", gvk, err)
 	}
@@ -367,15 +369,15 @@ func (f *Follower) resetMapper() bool {
 
 // mapNoted maps a kind NoteKind queued; it returns the source to follow
 // when the kind's resource is not followed yet.
-func (f *Follower) mapNoted(gvk schema.GroupVersionKind) *source {
+func (f *Follower) mapNoted(ctx context.Context, gvk schema.GroupVersionKind) *source {
 	gk := gvk.GroupKind()
-	m, err := f.opts.Mapper.RESTMapping(gk, gvk.Version)
+	m, err := f.mapper.RESTMappingWithContext(ctx, gk, gvk.Version)
 	if err != nil && meta.IsNoMatchError(err) && f.resetMapper() {
-		m, err = f.opts.Mapper.RESTMapping(gk, gvk.Version)
+		m, err = f.mapper.RESTMappingWithContext(ctx, gk, gvk.Version)
 	}
-	if err != nil && gvk.Version != "" {
+	if err != nil && gvk.Version != "" && ctx.Err() == nil {
 		// The version the event named may no longer be served.
-		m, err = f.opts.Mapper.RESTMapping(gk)
+		m, err = f.mapper.RESTMappingWithContext(ctx, gk)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -545,17 +547,32 @@ type graphStore struct {
 
 var _ cache.ReflectorStore = (*graphStore)(nil)
 
-func (g *graphStore) Add(obj any) error    { return g.observe(obj) }
-func (g *graphStore) Update(obj any) error { return g.observe(obj) }
+// The store's methods return no error: the Reflector would only log it
+// (to the discarded logger) or, from Replace, list again and again for
+// an object that cannot change. An object that cannot be read (none can,
+// from the metadata API) is skipped, and logged (rate-limited) by skip.
 
-func (g *graphStore) observe(obj any) error {
+// Add observes the object.
+func (g *graphStore) Add(obj any) error { g.observe(obj); return nil }
+
+// Update observes the object.
+func (g *graphStore) Update(obj any) error { g.observe(obj); return nil }
+
+func (g *graphStore) observe(obj any) {
 	o, err := g.object(obj)
 	if err != nil {
-		return err
+		g.skip(err)
+		return
 	}
 	g.f.opts.Graph.Observe(o)
 	g.f.metrics.objects.WithLabelValues(g.s.name).Inc()
-	return nil
+}
+
+// skip logs, rate-limited, an object that could not be read.
+func (g *graphStore) skip(err error) {
+	if ok, n := g.s.limiter.Allow(); ok {
+		g.f.opts.Log.Error("lineage: skipping an object of the source that cannot be read", "resource", g.s.name, "err", err, "suppressed", n)
+	}
 }
 
 // Delete marks the object deleted now.
@@ -564,13 +581,14 @@ func (g *graphStore) Delete(obj any) error {
 		obj = d.Obj
 	}
 	m, err := meta.Accessor(obj)
-	if err != nil {
-		return fmt.Errorf("lineage: a deleted %s: %w", g.s.name, err)
+	switch {
+	case err != nil:
+		g.skip(fmt.Errorf("lineage: deleted object of %s: %w", g.s.name, err))
+	case m.GetUID() == "":
+		g.skip(fmt.Errorf("lineage: deleted %s %s/%s has no uid", g.s.name, m.GetNamespace(), m.GetName()))
+	default:
+		g.f.opts.Graph.MarkDeleted(ID(m.GetUID()), time.Time{})
 	}
-	if m.GetUID() == "" {
-		return fmt.Errorf("lineage: a deleted %s %s/%s has no uid", g.s.name, m.GetNamespace(), m.GetName())
-	}
-	g.f.opts.Graph.MarkDeleted(ID(m.GetUID()), time.Time{})
 	return nil
 }
 
@@ -578,11 +596,10 @@ func (g *graphStore) Delete(obj any) error {
 // list: those missing from it were deleted while nothing watched.
 func (g *graphStore) Replace(list []any, _ string) error {
 	objs := make([]Object, 0, len(list))
-	var errs []error
 	for _, obj := range list {
 		o, err := g.object(obj)
 		if err != nil {
-			errs = append(errs, err)
+			g.skip(err)
 			continue
 		}
 		objs = append(objs, o)
@@ -598,7 +615,7 @@ func (g *graphStore) Replace(list []any, _ string) error {
 	g.s.synced, g.s.listErr = true, nil
 	f.updateLearningLocked()
 	f.mu.Unlock()
-	return errors.Join(errs...)
+	return nil
 }
 
 // Resync does nothing: there is no cache to resync.
@@ -608,10 +625,10 @@ func (g *graphStore) Resync() error { return nil }
 func (g *graphStore) object(obj any) (Object, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return Object{}, fmt.Errorf("lineage: a %s: %w", g.s.name, err)
+		return Object{}, fmt.Errorf("lineage: object of %s: %w", g.s.name, err)
 	}
 	if m.GetUID() == "" {
-		return Object{}, fmt.Errorf("lineage: a %s %s/%s has no uid", g.s.name, m.GetNamespace(), m.GetName())
+		return Object{}, fmt.Errorf("lineage: %s %s/%s has no uid", g.s.name, m.GetNamespace(), m.GetName())
 	}
 	refs := m.GetOwnerReferences()
 	owners := make([]ID, 0, len(refs)) // not nil: an object without owners has none any more

@@ -489,7 +489,10 @@ func TestFollowerOptions(t *testing.T) {
 // including a deletion whose final state is unknown.
 func TestFollowerStore(t *testing.T) {
 	g := New(Options{})
-	f, err := NewFollower(FollowerOptions{Metadata: metadatafake.NewSimpleMetadataClient(runtime.NewScheme()), Mapper: meta.NewDefaultRESTMapper(nil), Graph: g, Kinds: []string{}})
+	var logs syncbuf.Buffer
+	clk := clocktesting.NewFakeClock(time.Now())
+	f, err := NewFollower(FollowerOptions{Metadata: metadatafake.NewSimpleMetadataClient(runtime.NewScheme()), Mapper: meta.NewDefaultRESTMapper(nil), Graph: g, Kinds: []string{},
+		Clock: clk, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,14 +519,23 @@ func TestFollowerStore(t *testing.T) {
 	if o, _ := g.Get("p1"); !o.Deleted {
 		t.Errorf("after DeletedFinalStateUnknown: %+v, want deleted", o)
 	}
-	if err := s.Add(pod("", "b")); err == nil || !strings.Contains(err.Error(), "no uid") {
-		t.Errorf("an object without uid: %v", err)
+	// What cannot be read is skipped and logged, rate-limited; the
+	// rest goes on (an error would make the Reflector list again).
+	if err := s.Add(pod("", "b")); err != nil || !strings.Contains(logs.String(), "has no uid") {
+		t.Errorf("an object without uid: %v, logged %q", err, logs.String())
 	}
-	if err := s.Replace([]any{pod("p2", "b"), "not an object"}, "1"); err == nil {
-		t.Error("Replace with something that is not an object: no error")
+	clk.Step(followerLogInterval)
+	if err := s.Replace([]any{pod("p2", "b"), "not an object"}, "1"); err != nil || !strings.Contains(logs.String(), "does not implement") {
+		t.Errorf("Replace with something that is not an object: %v, logged %q", err, logs.String())
 	}
 	if _, ok := g.Get("p2"); !ok {
 		t.Error("Replace dropped the good objects along with the bad one")
+	}
+	if err := s.Delete(pod("", "c")); err != nil {
+		t.Errorf("Delete of an object without uid: %v", err)
+	}
+	if n := strings.Count(logs.String(), "level=ERROR"); n != 2 {
+		t.Errorf("%d lines logged, want 2 (the third within the interval):\n%s", n, logs.String())
 	}
 }
 
