@@ -16,6 +16,13 @@
 //     set NAME"), which keep a family whole when the objects were created
 //     and deleted while nothing was watching them.
 //
+// A Follower is the first source: it lists and watches a source
+// cluster's Pods, their controllers and Nodes metadata-only (client-go
+// Reflectors over the metadata client, feeding the Graph and keeping no
+// copy), follows any other kind once an event names it (NoteKind), and
+// tells the Graph why ownership is not learned while the source refuses
+// a list.
+//
 // Family resolves a family.* field selector into a storage.ObjectSet: the
 // named object and everything it owns, transitively, at any time. The set
 // is live: objects learned after it was made are in it, so a watch sees a

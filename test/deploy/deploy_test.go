@@ -38,6 +38,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -49,6 +50,7 @@ import (
 	"github.com/kubevents/kubevents/internal/helmbin"
 	"github.com/kubevents/kubevents/internal/kubeapiserver"
 	"github.com/kubevents/kubevents/internal/podrun"
+	"github.com/kubevents/kubevents/lineage"
 	"github.com/kubevents/kubevents/retention"
 )
 
@@ -146,6 +148,8 @@ type variant struct {
 	// storageClass is the claim's expected storageClassName; empty:
 	// none set.
 	storageClass string
+	// noLineage: a mirror is expected without the lineage's RBAC.
+	noLineage bool
 }
 
 // kustomizeVariants renders the two bases alone, and overlays of them
@@ -230,6 +234,7 @@ func chartRenders(t *testing.T) []variant {
 			serviceMonitor: bytes.Contains(b, []byte("serviceMonitor:\n  enabled: true")),
 			exports:        bytes.Contains(b, []byte("export:\n  sinks:\n    - ")),
 			emptyDir:       bytes.Contains(b, []byte("persistence:\n    enabled: false")),
+			noLineage:      bytes.Contains(b, []byte("lineage:\n  enabled: false")),
 			storageClass:   class})
 	}
 	return vs
@@ -401,8 +406,39 @@ func flagValue(args []string, name string) (string, bool) {
 	return "", false
 }
 
-// leastMirrorRules is all a mirror may do in the cluster.
-var leastMirrorRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch"}}}
+// leastMirrorRules is all a mirror may do in the cluster without the
+// ownership lineage; lineageRules what the lineage adds: reading the
+// metadata of lineage.DefaultKinds (RBAC cannot grant metadata alone).
+var (
+	leastMirrorRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"list", "watch"}}}
+	lineageRules     = []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods", "nodes"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"replicasets", "deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get", "list", "watch"}},
+	}
+)
+
+// TestLineageRules: the lineage's rules of the mirror's ClusterRole grant
+// get, list and watch on exactly the kinds eventsd's lineage follows by
+// default (lineage.DefaultKinds), so neither can change without the other.
+func TestLineageRules(t *testing.T) {
+	var granted []string
+	for _, r := range lineageRules {
+		if !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) {
+			t.Errorf("rule %v: verbs %v, want get, list and watch", r, r.Verbs)
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				granted = append(granted, schema.GroupResource{Group: g, Resource: res}.String())
+			}
+		}
+	}
+	slices.Sort(granted)
+	want := slices.Sorted(slices.Values(lineage.DefaultKinds()))
+	if !slices.Equal(granted, want) {
+		t.Errorf("the lineage's rules grant %v, want lineage.DefaultKinds %v", granted, want)
+	}
+}
 
 // checkVariant checks one variant's objects:
 //   - one workload: a StatefulSet of one with a PersistentVolumeClaim
@@ -418,7 +454,10 @@ var leastMirrorRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: 
 //     kubeconfigs, when delegating) name files of a mounted ConfigMap of
 //     the variant, which eventsd's own strict decoders accept;
 //   - RBAC: a mirror's ServiceAccount bound to a ClusterRole with exactly
-//     list and watch of events; delegation bound to system:auth-delegator;
+//     list and watch of events and, unless the variant turns the lineage
+//     off, get, list and watch of the kinds the lineage follows by
+//     default (TestLineageRules); delegation bound to
+//     system:auth-delegator;
 //     neither: no RBAC object and no token mounted;
 //   - the Service, the PodDisruptionBudget and the ServiceMonitor select
 //     the pods (and the Service's port).
@@ -677,8 +716,12 @@ func checkVariant(t *testing.T, v variant) {
 			t.Fatalf("%d ClusterRoles, want the mirror's", len(roles))
 		}
 		r := typed[rbacv1.ClusterRole](t, roles[0])
-		if fmt.Sprint(r.Rules) != fmt.Sprint(leastMirrorRules) {
-			t.Errorf("the mirror's ClusterRole allows %v, want exactly %v", r.Rules, leastMirrorRules)
+		want := leastMirrorRules
+		if !v.noLineage {
+			want = slices.Concat(leastMirrorRules, lineageRules)
+		}
+		if fmt.Sprint(r.Rules) != fmt.Sprint(want) {
+			t.Errorf("the mirror's ClusterRole allows %v, want exactly %v", r.Rules, want)
 		}
 		if !bound[r.Name] {
 			t.Errorf("the mirror's ClusterRole %s is bound to nothing", r.Name)
