@@ -2,8 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+
+	"github.com/kubevents/kubevents/internal/buildinfo"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubevents/kubevents/lineage"
 	"github.com/kubevents/kubevents/storage"
@@ -22,9 +30,10 @@ type runningLineage struct {
 }
 
 // startLineage loads the lineage the store kept and starts learning:
-// from every stored event, and (with a source) from the source's object
-// metadata. Stop it before the store closes.
-func startLineage(ctx context.Context, store storage.Interface, log *slog.Logger) (*runningLineage, error) {
+// from every stored event, and, given the client configuration of a
+// cluster (the mirror's source, or --lineage-kubeconfig), from its
+// object metadata. Stop it before the store closes.
+func startLineage(ctx context.Context, store storage.Interface, cluster *rest.Config, reg prometheus.Registerer, log *slog.Logger) (*runningLineage, error) {
 	opts := lineage.Options{Clock: clock.RealClock{}, Log: log.With("part", "lineage"), Events: lineage.StoreChecker{Store: store}}
 	if rs, ok := store.(storage.RecordStore); ok {
 		opts.Store = rs
@@ -34,6 +43,25 @@ func startLineage(ctx context.Context, store storage.Interface, log *slog.Logger
 		return nil, err
 	}
 	g.SetLearning(noMetadataReason)
+	var follower *lineage.Follower
+	if cluster != nil {
+		cfg := rest.CopyConfig(cluster)
+		// The metadata client asks for PartialObjectMetadata itself.
+		cfg.ContentType, cfg.AcceptContentTypes = "", ""
+		cfg.UserAgent = "eventsd-lineage/" + buildinfo.Get().GitVersion
+		mc, err := metadata.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("the lineage's metadata client: %w", err)
+		}
+		mapper, err := lineage.NewMapper(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("the lineage's discovery client: %w", err)
+		}
+		if follower, err = lineage.NewFollower(lineage.FollowerOptions{Metadata: mc, Mapper: mapper, Graph: g,
+			Log: opts.Log, Registerer: reg}); err != nil {
+			return nil, err
+		}
+	}
 	rctx, cancel := context.WithCancel(context.Background())
 	rl := &runningLineage{graph: g, stop: cancel}
 	cursors, _ := store.(storage.CursorStore)
@@ -45,11 +73,24 @@ func startLineage(ctx context.Context, store storage.Interface, log *slog.Logger
 		defer rl.wg.Done()
 		g.Run(rctx)
 	}()
+	learner := lineage.EventLearnerOptions{Store: store, Cursors: cursors, Graph: g, Log: opts.Log}
+	from := "events"
+	if follower != nil {
+		learner.NoteKind = follower.NoteKind
+		from = "events and the object metadata of " + cluster.Host
+		rl.wg.Add(1)
+		go func() {
+			defer rl.wg.Done()
+			if err := follower.Run(rctx); err != nil {
+				log.Error("lineage: following object metadata stopped", "err", err)
+			}
+		}()
+	}
 	go func() {
 		defer rl.wg.Done()
-		lineage.RunEventLearner(rctx, lineage.EventLearnerOptions{Store: store, Cursors: cursors, Graph: g, Log: opts.Log})
+		lineage.RunEventLearner(rctx, learner)
 	}()
-	log.Info("learning ownership for family queries", "objects", g.Len(), "from", "events")
+	log.Info("learning ownership for family queries", "objects", g.Len(), "from", from)
 	return rl, nil
 }
 
@@ -60,4 +101,29 @@ func (rl *runningLineage) Stop() {
 	}
 	rl.stop()
 	rl.wg.Wait()
+}
+
+// lineageCluster returns the client configuration of the cluster whose
+// object metadata the lineage follows: --lineage-kubeconfig's (a path, or
+// in-cluster), else the mirror's source's, else none.
+func lineageCluster(o options, src *source) (*rest.Config, error) {
+	switch {
+	case !o.lineage && o.lineageKubeconfig != "":
+		return nil, errors.New("--lineage-kubeconfig needs --lineage")
+	case o.lineageKubeconfig == sourceInCluster:
+		c, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--lineage-kubeconfig=in-cluster: %w", err)
+		}
+		return c, nil
+	case o.lineageKubeconfig != "":
+		c, err := clientcmd.BuildConfigFromFlags("", o.lineageKubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--lineage-kubeconfig %s: %w", o.lineageKubeconfig, err)
+		}
+		return c, nil
+	case src != nil:
+		return src.cfg, nil
+	}
+	return nil, nil
 }

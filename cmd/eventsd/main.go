@@ -46,34 +46,35 @@ import (
 
 // options are eventsd's flags.
 type options struct {
-	listen          string
-	dataDir         string
-	eventTTL        time.Duration
-	historyWindow   time.Duration
-	watchRingBytes  int64
-	minFreeDisk     int64
-	tlsCertFile     string
-	tlsKeyFile      string
-	access          access.Options
-	authzModes      []string
-	shutdownTimeout time.Duration
-	logLevel        string
-	profiling       bool
-	demo            bool
-	maxInflight     int
-	maxMutating     int
-	extensions      bool
-	ui              bool
-	lineage         bool
-	maxObjectSize   int
-	requestTimeout  time.Duration
-	bookmarkEvery   time.Duration
-	admissionConfig string
-	retentionConfig string
-	foldConfig      string
-	exportConfig    string
-	exportMaxLag    time.Duration
-	maxStorageBytes quantityBytes
+	listen            string
+	dataDir           string
+	eventTTL          time.Duration
+	historyWindow     time.Duration
+	watchRingBytes    int64
+	minFreeDisk       int64
+	tlsCertFile       string
+	tlsKeyFile        string
+	access            access.Options
+	authzModes        []string
+	shutdownTimeout   time.Duration
+	logLevel          string
+	profiling         bool
+	demo              bool
+	maxInflight       int
+	maxMutating       int
+	extensions        bool
+	ui                bool
+	lineage           bool
+	lineageKubeconfig string
+	maxObjectSize     int
+	requestTimeout    time.Duration
+	bookmarkEvery     time.Duration
+	admissionConfig   string
+	retentionConfig   string
+	foldConfig        string
+	exportConfig      string
+	exportMaxLag      time.Duration
+	maxStorageBytes   quantityBytes
 
 	storageBackend     string
 	etcdServers        []string
@@ -192,6 +193,7 @@ profiles at /debug/pprof/ (--profiling).`,
 	f.Int64Var(&o.leaseReuseDuration, "lease-reuse-duration-seconds", int64(etcdstore.DefaultLeaseReuseDuration/time.Second), "The time in seconds that each etcd lease is reused (capped at 5% of the TTL). A lower value avoids a large number of objects reusing one lease; it must not be too small, or etcd's lease count grows.")
 	f.BoolVar(&o.ui, "ui", true, "Serve the web timeline at /ui/ (its files without authentication; the API requests it makes are authenticated and authorized as any other).")
 	f.BoolVar(&o.lineage, "lineage", true, "Learn which object owns which (from stored events and, with a source, from the source's object metadata), keep it as long as the events, and answer the family.* field selectors with an object's events and those of everything it owns. Off, family selectors list only the named object's own events.")
+	f.StringVar(&o.lineageKubeconfig, "lineage-kubeconfig", "", "The kubeconfig (its current context) of the cluster whose object metadata the lineage follows (metadata-only list and watch of Pods, ReplicaSets, Deployments, StatefulSets, DaemonSets, Jobs, CronJobs, Nodes and the kinds events name), or in-cluster; for an eventsd that does not mirror that cluster, such as one beside its kube-apiserver on a shared events etcd. A mirror follows its source's without it.")
 	o.source.addFlags(f)
 	f.BoolVar(&o.demo, "demo", false, "Fill the store with a demo: the last half hour of a small cluster's events as of now (a rollout whose new Pod crashloops in namespace shop, an OOM kill, a Pod that cannot be scheduled then fits in namespace batch, a Node that goes NotReady and comes back), and keep its crashloop going while eventsd runs. Without --data-dir the store is a new temporary directory, removed at exit. Not with a mirror or authentication.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind authentication and authorization when set: non-resource get on /debug/pprof/*).")
@@ -340,6 +342,10 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	lineageCfg, err := lineageCluster(o, src)
+	if err != nil {
+		return err
+	}
 	instanceID, err := newInstanceID()
 	if err != nil {
 		return err
@@ -416,7 +422,7 @@ func run(ctx context.Context, o options) error {
 	}
 	var lin *runningLineage
 	if o.lineage {
-		if lin, err = startLineage(ctx, store, log); err != nil {
+		if lin, err = startLineage(ctx, store, lineageCfg, reg, log); err != nil {
 			return failStart(err)
 		}
 		scfg.Lineage = lin.graph

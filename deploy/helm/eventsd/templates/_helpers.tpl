@@ -156,6 +156,9 @@ spec:
         - --source=in-cluster
         - --source-deletions={{ .Values.mirror.deletions }}
         - --source-event-ttl={{ .Values.mirror.sourceEventTTL }}
+        {{- if not .Values.lineage.enabled }}
+        - --lineage=false
+        {{- end }}
         {{- end }}
         - --retention-config=/etc/eventsd/retention.yaml
         {{- if .Values.export.sinks }}
