@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,9 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/internal/eventsdtest"
 )
 
@@ -106,5 +110,98 @@ func TestFamilyAcrossKill(t *testing.T) {
 	}
 	if !strings.Contains(p.Logs(), "learning ownership for family queries") {
 		t.Error("eventsd did not log that it learns ownership")
+	}
+}
+
+// TestFamilyNamespaceLimitedUser: with family.withNodes, the family
+// reaches the events of the Node its Pods ran on, in another namespace; a
+// user who may read only the family's namespace cannot list across
+// namespaces (403, as for any list) and, in the namespace, sees that
+// namespace's part of the family, events and lineage alike.
+func TestFamilyNamespaceLimitedUser(t *testing.T) {
+	policy := azWriteFile(t, "policy.jsonl", strings.Join([]string{
+		`{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "bob", "namespace": "shop", "apiGroup": "*", "resource": "*", "readonly": true}}`,
+		`{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "root", "namespace": "*", "apiGroup": "*", "resource": "*"}}`,
+	}, "\n")+"\n")
+	p := azStart(t, "--token-auth-file", azTokenFile(t), "--authorization-mode", "ABAC", "--authorization-policy-file", policy)
+	root, bob := azClient(t, p, "tok-root"), azClient(t, p, "tok-bob")
+	ctx := cgCtx(t)
+	// web's Pod runs on node-1 (the kubelet's events say so), which goes
+	// NotReady while it runs; another node's trouble is not web's.
+	now := time.Now()
+	write := func(ns, kind, name, uid, reason, msg, host string) {
+		t.Helper()
+		ts := metav1.NewTime(now)
+		_, err := root.CoreV1().Events(ns).Create(ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{GenerateName: strings.ToLower(name) + "."},
+			InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: map[bool]string{true: "", false: ns}[kind == "Node"], Name: name, UID: types.UID(uid)},
+			Reason:         reason, Message: msg, Type: corev1.EventTypeNormal, Count: 1,
+			Source:         corev1.EventSource{Component: "kubelet", Host: host}, FirstTimestamp: ts, LastTimestamp: ts,
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("shop", "Deployment", "web", "web-uid", "ScalingReplicaSet", "Scaled up replica set web-1 from 0 to 1", "")
+	write("shop", "ReplicaSet", "web-1", "rs-uid", "SuccessfulCreate", "Created pod: web-1-a", "")
+	write("shop", "Pod", "web-1-a", "pod-uid", "Pulled", "pulled", "node-1")
+	write("default", "Node", "node-1", "node-1", "NodeNotReady", "node-1 is not ready", "node-1")
+	write("default", "Node", "node-2", "node-2", "NodeNotReady", "node-2 is not ready", "node-2")
+	sel := "family.kind=Deployment,family.namespace=shop,family.name=web,family.withNodes=true"
+	regardings := func(cs kubernetes.Interface, ns string) ([]string, error) {
+		l, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, ev := range l.Items {
+			out = append(out, ev.Namespace+"/"+ev.InvolvedObject.Name)
+		}
+		slices.Sort(out)
+		return out, nil
+	}
+	want := []string{"default/node-1", "shop/web", "shop/web-1", "shop/web-1-a"}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := regardings(root, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(got, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("root's family of web with nodes: %v, want %v", got, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := regardings(bob, ""); !apierrors.IsForbidden(err) {
+		t.Errorf("bob's family across namespaces: %v, want Forbidden", err)
+	}
+	got, err := regardings(bob, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"shop/web", "shop/web-1", "shop/web-1-a"}; !slices.Equal(got, want) {
+		t.Errorf("bob's family of web in shop: %v, want %v", got, want)
+	}
+	lineages := func(cs kubernetes.Interface, path string) ([]string, error) {
+		var l eventapi.LineageList
+		raw, err := cs.CoreV1().RESTClient().Get().AbsPath(path).Param("fieldSelector", sel).DoRaw(ctx)
+		if err == nil {
+			err = json.Unmarshal(raw, &l)
+		}
+		var out []string
+		for _, it := range l.Items {
+			out = append(out, it.Object.Kind+"/"+it.Object.Name)
+		}
+		return out, err
+	}
+	if _, err := lineages(bob, "/apis/events.kubevents.io/v1/lineages"); !apierrors.IsForbidden(err) {
+		t.Errorf("bob's lineages across namespaces: %v, want Forbidden", err)
+	}
+	got, err = lineages(bob, "/apis/events.kubevents.io/v1/namespaces/shop/lineages")
+	if want := []string{"Deployment/web", "ReplicaSet/web-1", "Pod/web-1-a"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("bob's lineages in shop: %v %v, want %v", got, err, want)
 	}
 }
