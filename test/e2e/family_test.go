@@ -36,7 +36,7 @@ func writeRollout(t *testing.T, p *eventsdtest.Process) []string {
 			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", name, n)},
 			InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: "shop", Name: name, UID: types.UID(uid)},
 			Reason:         reason, Message: msg, Type: corev1.EventTypeNormal, Count: 1,
-			Source:         corev1.EventSource{Component: component, Host: host}, FirstTimestamp: ts, LastTimestamp: ts,
+			Source: corev1.EventSource{Component: component, Host: host}, FirstTimestamp: ts, LastTimestamp: ts,
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +136,7 @@ func TestFamilyNamespaceLimitedUser(t *testing.T) {
 			ObjectMeta:     metav1.ObjectMeta{GenerateName: strings.ToLower(name) + "."},
 			InvolvedObject: corev1.ObjectReference{Kind: kind, Namespace: map[bool]string{true: "", false: ns}[kind == "Node"], Name: name, UID: types.UID(uid)},
 			Reason:         reason, Message: msg, Type: corev1.EventTypeNormal, Count: 1,
-			Source:         corev1.EventSource{Component: "kubelet", Host: host}, FirstTimestamp: ts, LastTimestamp: ts,
+			Source: corev1.EventSource{Component: "kubelet", Host: host}, FirstTimestamp: ts, LastTimestamp: ts,
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
