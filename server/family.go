@@ -67,7 +67,7 @@ func (s *Server) resolveFamily(w http.ResponseWriter, sel *storage.Selector) *ap
 	fam := s.lineage.Family(spec)
 	sel.Fields, sel.Objects = rest, fam
 	if why := s.lineage.Learning(); why != "" {
-		setWarnings(w, []string{fmt.Sprintf("the family of %s holds only the events naming it: %s", spec, why)})
+		setWarnings(w, []string{fmt.Sprintf("the family of %s may lack objects: %s", spec, why)})
 	} else if !fam.Known() {
 		setWarnings(w, []string{fmt.Sprintf("%s is not in eventsd's ownership lineage: the family holds only the events naming it", spec)})
 	}

@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -235,5 +238,44 @@ func TestFamilyWatchSeesJoiningObjects(t *testing.T) {
 	fe.create("ReplicaSet", "web-2", "rs2", "shop")
 	if typ, name := next(); typ != watch.Added || name != "web-2" {
 		t.Errorf("after that: %s %s, want the ReplicaSet's event (nothing sent twice, nothing unrelated)", typ, name)
+	}
+}
+
+// TestLineagesTable: kubectl's Table of a family's lineage shows the tree
+// by indentation, owners, and deletions; a list without a family
+// selector is refused.
+func TestLineagesTable(t *testing.T) {
+	fe := newFamilyEnv(t)
+	get := func(path, accept string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, fe.url+path, nil)
+		req.Header.Set("Accept", accept)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	sel := "?fieldSelector=" + url.QueryEscape("family.kind=Deployment,family.name=web")
+	code, body := get("/apis/events.kubevents.io/v1/namespaces/shop/lineages"+sel, "application/json;as=Table;v=v1;g=meta.k8s.io")
+	var tbl metav1.Table
+	if err := json.Unmarshal([]byte(body), &tbl); err != nil || code != 200 {
+		t.Fatalf("%d %s", code, body)
+	}
+	var rows []string
+	for _, r := range tbl.Rows {
+		rows = append(rows, fmt.Sprintf("%v|%v|%v", r.Cells[0], r.Cells[1], r.Cells[4] != ""))
+	}
+	want := []string{"deployment/web||false", "  replicaset/web-1|deployment/web|false", "    pod/web-1-a|replicaset/web-1|true",
+		"  replicaset/web-2|deployment/web|false", "    pod/web-2-a|replicaset/web-2|false"}
+	if !slices.Equal(rows, want) {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+	if code, body := get("/apis/events.kubevents.io/v1/namespaces/shop/lineages", "application/json"); code != 400 || !strings.Contains(body, "family") {
+		t.Errorf("without a family selector: %d %s", code, body)
+	}
+	if code, _ := get("/apis/events.kubevents.io/v1/namespaces/shop/lineages"+sel+"&watch=true", "application/json"); code != 405 {
+		t.Errorf("watch of lineages: %d", code)
 	}
 }

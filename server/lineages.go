@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/lineage"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // lineagePath recognises /apis/events.kubevents.io/v1[/namespaces/NS]/lineages
@@ -73,6 +75,10 @@ func (s *Server) serveLineages(w http.ResponseWriter, r *http.Request, namespace
 			list.Items = append(list.Items, s.lineageItem(&o))
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if o, _ := negotiate(r.Header.Get("Accept")); o.kind == outTable {
+			_ = json.NewEncoder(w).Encode(lineageTable(&list, o, s.cfg.Clock.Now()))
+			return
+		}
 		_ = json.NewEncoder(w).Encode(&list)
 	})
 }
@@ -93,4 +99,46 @@ func (s *Server) lineageItem(o *lineage.Object) eventapi.Lineage {
 		it.Owners = append(it.Owners, ref)
 	}
 	return it
+}
+
+// lineageTable renders a family's objects as kubectl prints them: kind
+// and name (indented by depth below the family's first object), owner,
+// node, age, and whether deleted.
+func lineageTable(l *eventapi.LineageList, o output, now time.Time) *metav1.Table {
+	t := &metav1.Table{
+		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/" + o.metaVersion},
+		ListMeta: l.ListMeta,
+		ColumnDefinitions: []metav1.TableColumnDefinition{
+			{Name: "Object", Type: "string", Description: "The object, indented below its owner."},
+			{Name: "Owner", Type: "string", Description: "The object that owns it."},
+			{Name: "Node", Type: "string", Description: "The node a Pod ran on."},
+			{Name: "Age", Type: "string", Description: "Since the object was first seen."},
+			{Name: "Deleted", Type: "string", Description: "When it was seen deleted, ago."},
+			{Name: "UID", Type: "string", Description: "The object's uid, if known.", Priority: 1},
+		},
+		Rows: make([]metav1.TableRow, 0, len(l.Items)),
+	}
+	depth := map[string]int{}
+	for _, it := range l.Items {
+		d, owner := 0, ""
+		for _, ow := range it.Owners {
+			if od, ok := depth[string(ow.UID)+"/"+ow.Kind+"/"+ow.Name]; ok {
+				d = od + 1
+			}
+			owner = strings.ToLower(ow.Kind) + "/" + ow.Name
+			if ow.Kind == "" {
+				owner = string(ow.UID)
+			}
+		}
+		depth[string(it.Object.UID)+"/"+it.Object.Kind+"/"+it.Object.Name] = d
+		deleted := ""
+		if it.Deleted {
+			deleted = duration.HumanDuration(now.Sub(it.LastSeen.Time))
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: []any{
+			strings.Repeat("  ", d) + strings.ToLower(it.Object.Kind) + "/" + it.Object.Name, owner, it.Node,
+			duration.HumanDuration(now.Sub(it.FirstSeen.Time)), deleted, string(it.Object.UID),
+		}})
+	}
+	return t
 }
