@@ -99,7 +99,8 @@ func (f *Family) Known() bool {
 
 // Members returns the family's objects the graph holds, roots first, then
 // in ownership order (owners before what they own), then by name; with
-// WithNodes, the Nodes its Pods ran on last.
+// WithNodes, the Nodes its Pods ran on last (a Node the graph does not
+// hold, known only as its Pods' node, by name).
 func (f *Family) Members() []Object {
 	f.g.mu.RLock()
 	defer f.g.mu.RUnlock()
@@ -107,10 +108,12 @@ func (f *Family) Members() []Object {
 	f.walk(func(o *Object, depth int) { out = append(out, clone(o)) })
 	if f.spec.WithNodes {
 		for _, n := range f.nodeNames(out) {
-			if ids := f.g.byName[identOf("Node", "", n)]; len(ids) > 0 {
-				for id := range ids {
-					out = append(out, clone(f.g.objs[id]))
-				}
+			ids := f.g.byName[identOf("Node", "", n)]
+			for id := range ids {
+				out = append(out, clone(f.g.objs[id]))
+			}
+			if len(ids) == 0 { // known only from its Pods
+				out = append(out, Object{ID: NameID("Node", "", n), APIVersion: "v1", Kind: "Node", Name: n})
 			}
 		}
 	}

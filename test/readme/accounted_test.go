@@ -54,6 +54,9 @@ var blocksRunElsewhere = map[string]map[string]string{
 		"--dry-run":                   "test/release runs the release tool's build and dry run",
 		"git tag -a v0.2.0":           "it pushes a tag to github.com",
 	},
+	"docs/what-happened-to-my-app.md": {
+		"go run ./cmd/eventsd --demo": "TestTranscripts runs every transcript against eventsd --demo, built once",
+	},
 	"docs/robustness.md": {
 		"-robustness.seed=421074":                        "a replay of one seed by hand; the suite runs test/robustness's short run",
 		"-robustness.duration=30m -robustness.round=15s": "a 30-minute run by hand",
