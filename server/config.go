@@ -93,7 +93,7 @@ type Config struct {
 	// Profiling serves Go profiles at /debug/pprof/.
 	Profiling bool
 	// DisableExtensions turns off the field selectors kube-apiserver does
-	// not have (action, reportingInstance, related.*, involves.*): they get
+	// not have (action, reportingInstance, related.*, involves.*, family.*): they get
 	// its answer, 400 field label not supported.
 	DisableExtensions bool
 	// MaxRequestsInflight bounds concurrent gets and lists, and
