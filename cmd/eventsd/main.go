@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/kubevents/kubevents/lineage"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -426,6 +427,10 @@ func run(ctx context.Context, o options) error {
 			return failStart(err)
 		}
 		scfg.Lineage = lin.graph
+	} else {
+		off := lineage.New(lineage.Options{})
+		off.SetLearning("ownership is not learned: eventsd runs with --lineage=false")
+		scfg.Lineage = off
 	}
 	srv, err = server.New(scfg)
 	if err != nil {
