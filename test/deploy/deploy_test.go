@@ -26,6 +26,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,7 +63,63 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if err := closeSharedAPIServer(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// shared is the package's one kube-apiserver: the dry runs of every
+// variant and the delegated authentication's real ServiceAccounts and
+// RBAC share it (a kube-apiserver and its etcd take seconds to start, and
+// the tests run one after the other: nothing they apply for real changes
+// what a dry run answers).
+var shared struct {
+	once sync.Once
+	c    *kubeapiserver.Cluster
+	dir  string
+	err  error
+}
+
+// sharedAPIServer returns the package's kube-apiserver, started by the
+// first test that asks (skipped, saying why, where it cannot be built),
+// stopped by TestMain after the last; its token users are the delegated
+// authentication test's.
+func sharedAPIServer(t *testing.T) *kubeapiserver.Cluster {
+	t.Helper()
+	kubeapiserver.RequireBinaries(t)
+	shared.once.Do(func() {
+		if shared.dir, shared.err = os.MkdirTemp("", "deploy-kube-apiserver-"); shared.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		shared.c, shared.err = kubeapiserver.Launch(ctx, kubeapiserver.Options{Dir: shared.dir,
+			Users: []kubeapiserver.User{{Name: "reader"}, {Name: "nobody"}, {Name: notesUser}}})
+	})
+	if shared.err != nil {
+		t.Fatalf("the package's kube-apiserver: %v", shared.err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s", shared.c.LogTails(40))
+		}
+	})
+	return shared.c
+}
+
+// closeSharedAPIServer stops the package's kube-apiserver, if started.
+func closeSharedAPIServer() error {
+	if shared.dir == "" {
+		return nil
+	}
+	defer os.RemoveAll(shared.dir)
+	if shared.c == nil {
+		return nil
+	}
+	return shared.c.Close()
 }
 
 // requireHelm returns helm (helmbin.ForTest).
@@ -195,6 +252,8 @@ func kustomizeVariants(t *testing.T) []variant {
 		{"kustomize/replicas+etcd-tls+export+servicemonitor+tls", overlay("replicas", "", "etcd-tls", "export", "servicemonitor", "tls"), true, true, false, ""},
 		{"kustomize/mirror+ephemeral", overlay("mirror", "", "ephemeral"), false, false, true, ""},
 		{"kustomize/mirror+storage-class", overlay("mirror", classPatch), false, false, false, "fast-ssd"},
+		{"kustomize/mirror+tls+aggregated", overlay("mirror", "", "tls", "aggregated"), false, false, false, ""},
+		{"kustomize/replicas+tls+aggregated", overlay("replicas", "", "tls", "aggregated"), false, false, false, ""},
 	} {
 		r := kubectl(t, nil, "", "kustomize", v.dir)
 		if r.Err != nil {
@@ -266,7 +325,7 @@ func dryRun(t *testing.T, variants []variant) {
 		t.Run(v.name+"/static", func(t *testing.T) { checkVariant(t, v) })
 	}
 
-	kas := kubeapiserver.Start(t, kubeapiserver.Options{})
+	kas := sharedAPIServer(t)
 	kc := kas.Kubeconfig()
 	// The bases' namespace, for real, as kubectl apply -k creates it
 	// first; the chart's, as `helm install --create-namespace` would,
@@ -818,8 +877,12 @@ func checkVariant(t *testing.T, v variant) {
 	checkTLSSecret(t, v, s, pod)
 }
 
+// lineageRule lets a reader list a family's objects (the lineages of
+// eventsd's group, behind evctl's and the web page's family trees).
+var lineageRule = rbacv1.PolicyRule{APIGroups: []string{"events.kubevents.io"}, Resources: []string{"lineages"}, Verbs: []string{"list"}}
+
 // viewerRules are all the viewer's ServiceAccount may do.
-var viewerRules = []rbacv1.PolicyRule{{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}}}
+var viewerRules = []rbacv1.PolicyRule{{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}}, lineageRule}
 
 // checkViewer checks the viewer of a variant that delegates (and that
 // there is none otherwise): a ServiceAccount named like its ClusterRole
@@ -935,6 +998,13 @@ func checkAggregated(t *testing.T, v variant, s set, args []string, saName strin
 	if _, tls := flagValue(args, "tls-cert-file"); !tls {
 		t.Error("aggregated without HTTPS: the front proxy's client certificate needs TLS")
 	}
+	// The delegated flags replace the webhook files: both would check a
+	// refused token twice.
+	for _, flag := range []string{"authentication-token-webhook-config-file", "authorization-webhook-config-file"} {
+		if got, ok := flagValue(args, flag); ok {
+			t.Errorf("aggregated: --%s=%q beside the delegated flags", flag, got)
+		}
+	}
 	apis := s.ofKind("APIService")
 	svcs := s.ofKind("Service")
 	if len(apis) != 1 || len(svcs) != 1 {
@@ -969,7 +1039,7 @@ func checkAggregated(t *testing.T, v variant, s set, args []string, saName strin
 			reader = typed[rbacv1.ClusterRole](t, o)
 		}
 	}
-	want := []rbacv1.PolicyRule{{APIGroups: []string{"events.kubevents.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}}}
+	want := []rbacv1.PolicyRule{{APIGroups: []string{"events.kubevents.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}}, lineageRule}
 	if reader == nil || fmt.Sprint(reader.Rules) != fmt.Sprint(want) {
 		t.Fatalf("ClusterRole %s: %+v, want exactly %v", eventsReaderRole, reader, want)
 	}
@@ -1012,7 +1082,7 @@ func TestDelegatedAuth(t *testing.T) {
 	} else {
 		t.Log("helm is not built: the chart's delegation is not run here (TestChart says how to build helm)")
 	}
-	kas := kubeapiserver.Start(t, kubeapiserver.Options{Users: []kubeapiserver.User{{Name: "reader"}, {Name: "nobody"}, {Name: notesUser}}})
+	kas := sharedAPIServer(t)
 	kc := kas.Kubeconfig()
 	reader := `apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
