@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/connectivity"
 	"io"
 	"maps"
 	"net"
@@ -52,7 +54,10 @@ type Sink struct {
 	timeout time.Duration
 
 	// gRPC: the connection, its client and the metadata of every call.
-	conn     *grpc.ClientConn
+	conn *grpc.ClientConn
+	// redial is conn's, seen through the two calls sendGRPC makes of it
+	// (a test gives a fake).
+	redial   redialer
 	client   collogpb.LogsServiceClient
 	metadata metadata.MD
 
@@ -112,11 +117,12 @@ func New(cfg Config, opts Options) (*Sink, error) {
 			creds = credentials.NewTLS(tlsCfg)
 		}
 		// NewClient only parses the options: grpc connects lazily.
-		conn, err := grpc.NewClient(cfg.Endpoint, grpc.WithTransportCredentials(creds), grpc.WithUserAgent(userAgent(opts.Version)))
+		conn, err := grpc.NewClient(cfg.Endpoint, grpc.WithTransportCredentials(creds), grpc.WithUserAgent(userAgent(opts.Version)),
+			grpc.WithConnectParams(reconnect))
 		if err != nil {
 			return nil, fmt.Errorf("otlp sink: creating the grpc client for %s: %w", cfg.Endpoint, err)
 		}
-		s.conn, s.client = conn, collogpb.NewLogsServiceClient(conn)
+		s.conn, s.redial, s.client = conn, conn, collogpb.NewLogsServiceClient(conn)
 		if len(cfg.Headers) > 0 {
 			s.metadata = metadata.New(cfg.Headers) // lower-cases the names
 		}
@@ -237,6 +243,15 @@ func (s *Sink) sendGRPC(ctx context.Context, req *collogpb.ExportLogsServiceRequ
 	out := &outcome{}
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	// Each attempt of the exporter is a dial: a connection waiting out
+	// gRPC's own backoff would fail it at once, long after the collector
+	// is back. The redial is asynchronous: the call waits (within its
+	// timeout) for the connection to leave TRANSIENT_FAILURE, so that it
+	// is not failed by the picker of the last failure.
+	if s.redial.GetState() == connectivity.TransientFailure {
+		s.redial.ResetConnectBackoff()
+		s.redial.WaitForStateChange(cctx, connectivity.TransientFailure)
+	}
 	if s.metadata != nil {
 		cctx = metadata.NewOutgoingContext(cctx, s.metadata)
 	}
@@ -322,4 +337,21 @@ func errorText(body []byte) string {
 		body = body[:errorBodyBytes]
 	}
 	return strings.ToValidUTF8(strings.TrimSpace(string(body)), "?")
+}
+
+// redialer is what sendGRPC needs of its connection to redial it.
+type redialer interface {
+	GetState() connectivity.State
+	ResetConnectBackoff()
+	WaitForStateChange(ctx context.Context, from connectivity.State) bool
+}
+
+// reconnect is the gRPC connection's own redial schedule between the
+// exporter's attempts (each of which redials at once, sendGRPC): capped at
+// the exporter's longest backoff rather than gRPC's 120 s, so that a
+// collector back after a long outage is found by the time the exporter
+// tries again.
+var reconnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: export.DefaultMaxBackoff},
+	MinConnectTimeout: 20 * time.Second,
 }
