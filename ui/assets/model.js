@@ -524,6 +524,18 @@ export function familySelector(t, withNodes) {
 // refKey names an object by kind, namespace and name; uidKey by uid.
 const refKey = (r) => `${r.kind || ""}/${r.namespace || ""}/${r.name || ""}`;
 
+// lineageHas returns whether an object reference (by uid, else by kind,
+// namespace and name) is among a LineageList's items.
+export function lineageHas(items) {
+  const uids = new Set(), refs = new Set();
+  for (const it of items || []) {
+    const o = it.object || {};
+    if (o.uid) uids.add(o.uid);
+    refs.add(refKey(o));
+  }
+  return (ref) => !!ref && ((!!ref.uid && uids.has(ref.uid)) || refs.has(refKey(ref)));
+}
+
 // familyTree reads a LineageList's items (in tree order: the root, then
 // depth first with owners before what they own, then Nodes) as the lanes'
 // objects: {key, ref, kind, depth, deleted, firstSeen, lastSeen, node,
