@@ -95,7 +95,7 @@ func shownWindow(t *testing.T, ctx context.Context) (from, to time.Time) {
 // lane's track, in the page's pixels.
 func trackBox(t *testing.T, ctx context.Context, sel string) (left, width, y float64) {
 	t.Helper()
-	r, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => { const b = document.querySelector(` + jsString(sel) + `).getBoundingClientRect(); return [b.left, b.width, b.top + b.height / 2]; })()`))
+	r, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => { const b = document.querySelector(`+jsString(sel)+`).getBoundingClientRect(); return [b.left, b.width, b.top + b.height / 2]; })()`))
 	if err != nil {
 		t.Fatal(err)
 	}
