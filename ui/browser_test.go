@@ -45,10 +45,11 @@ import (
 	"github.com/kubevents/kubevents/ui"
 )
 
-// updateScreenshot rewrites docs/timeline.png, the README's screenshot:
+// updateScreenshot rewrites docs/timeline.png, the README's screenshot,
+// and docs/family.png, the demo's family in getting-started.md:
 //
-//	go test ./ui -run TestTimelineInBrowser/extensions -update-screenshot
-var updateScreenshot = flag.Bool("update-screenshot", false, "write the timeline's screenshot to docs/timeline.png")
+//	go test ./ui -run 'TestTimelineInBrowser/extensions|TestFamilyOfTheDemo' -update-screenshot
+var updateScreenshot = flag.Bool("update-screenshot", false, "write the timeline's screenshot to docs/timeline.png and the demo family's to docs/family.png")
 
 // browserTimeout bounds each browser test.
 const browserTimeout = 3 * time.Minute
