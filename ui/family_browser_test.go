@@ -255,7 +255,9 @@ func TestFamilyInBrowser(t *testing.T) {
 	waitPage(t, ctx, "Unhealthy live", `document.querySelector('#lanes .family-lane[data-name="web-2-a"] .item[data-reason="Unhealthy"]') !== null`)
 	g.Observe(lineage.Object{ID: "p4", Kind: "Pod", APIVersion: "v1", Namespace: "shop", Name: "web-2-b", Owners: []lineage.ID{"rs2"}, Node: "node-1", FirstSeen: time.Now(), LastSeen: time.Now()})
 	create("Pod", "shop", "web-2-b", "p4", "Normal", "Scheduled", time.Now(), 1)
-	waitPage(t, ctx, "web-2-b's lane", `document.querySelector('#lanes .family-lane[data-name="web-2-b"] .item[data-reason="Scheduled"]') !== null`)
+	// (Its event may come before the page has read the lineage again:
+	// then it is drawn in a lane after the family's until it has.)
+	waitPage(t, ctx, "web-2-b's lane", `document.querySelector('#lanes .family-lane[data-group="family"][data-name="web-2-b"] .item[data-reason="Scheduled"]') !== null`)
 	const wantLive = wantTree + "    Pod/web-2-b\n"
 	if got := laneNames(familyLanes(t, ctx)); got != wantLive {
 		t.Errorf("lanes after web-2-b joined:\n%s\nwant:\n%s", got, wantLive)
