@@ -307,6 +307,10 @@ func TestFamilyInBrowser(t *testing.T) {
 func TestFamilyOfTheDemo(t *testing.T) {
 	ctx := browser(t)
 	g := lineage.New(lineage.Options{Clock: clocktesting.NewFakeClock(time.Now())})
+	// As eventsd says it without a cluster to follow (cmd/eventsd's
+	// noMetadataReason).
+	const learning = "ownership is learned from events only"
+	g.SetLearning(learning)
 	srv := startEventsdWith(t, true, false, func(c *server.Config) { c.Lineage = g })
 	lctx, cancel := context.WithCancel(context.Background())
 	learned := make(chan struct{})
@@ -364,6 +368,14 @@ func TestFamilyOfTheDemo(t *testing.T) {
 	}
 	if ls[0].Kind != "Deployment" || ls[0].Name != demo.Deployment {
 		t.Errorf("the first lane is %s/%s, want the Deployment", ls[0].Kind, ls[0].Name)
+	}
+	// The server's warning that ownership comes from events only.
+	notice, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#notice').hidden ? '' : document.querySelector('#notice').textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(notice, learning) {
+		t.Errorf("notice %q, want the server's warning %q", notice, learning)
 	}
 
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))

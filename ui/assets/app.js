@@ -598,7 +598,9 @@ function drawItems(track, lane, li, width) {
         g.append(svg("circle", { cx: it.x, cy, r }));
       }
       if (it.kind === "agg") {
-        const text = svg("text", { x: it.x, y: cy - r - 3 > 8 ? cy - r - 3 : cy + 3, "text-anchor": "middle", class: "agg-label" });
+        // Above the mark when there is room, else inside it (in white).
+        const above = cy - r - 3 > 8;
+        const text = svg("text", { x: it.x, y: above ? cy - r - 3 : cy + 3, "text-anchor": "middle", class: above ? "agg-label" : "agg-label inside" });
         text.textContent = String(it.rows.length);
         g.append(text);
       }
@@ -651,8 +653,10 @@ function renderFamilyLane(lane, li, width) {
   if (lane.life) {
     // Its lifespan: a thin line under its events, ending in a stroke when
     // it was deleted within the window.
-    track.append(svg("rect", { class: "life", x: lane.life.x1, y: height / 2 - 1, width: Math.max(1, lane.life.x2 - lane.life.x1), height: 2, "aria-hidden": "true" }));
-    if (lane.life.ended) track.append(svg("line", { class: "life-end", x1: lane.life.x2, x2: lane.life.x2, y1: height / 2 - 6, y2: height / 2 + 6, "aria-hidden": "true" }));
+    // Along the first track, where the marks are.
+    const cy = TRACK_HEIGHT / 2;
+    track.append(svg("rect", { class: "life", x: lane.life.x1, y: cy - 1, width: Math.max(1, lane.life.x2 - lane.life.x1), height: 2, "aria-hidden": "true" }));
+    if (lane.life.ended) track.append(svg("line", { class: "life-end", x1: lane.life.x2, x2: lane.life.x2, y1: cy - 6, y2: cy + 6, "aria-hidden": "true" }));
   }
   drawItems(track, lane, li, width);
   const row = el("div", {
