@@ -40,14 +40,16 @@ import (
 	"github.com/kubevents/kubevents/events"
 	"github.com/kubevents/kubevents/record"
 	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/pebblestore"
 	"github.com/kubevents/kubevents/ui"
 )
 
-// updateScreenshot rewrites docs/timeline.png, the README's screenshot:
+// updateScreenshot rewrites docs/timeline.png, the README's screenshot,
+// and docs/family.png, the demo's family in getting-started.md:
 //
-//	go test ./ui -run TestTimelineInBrowser/extensions -update-screenshot
-var updateScreenshot = flag.Bool("update-screenshot", false, "write the timeline's screenshot to docs/timeline.png")
+//	go test ./ui -run 'TestTimelineInBrowser/extensions|TestFamilyOfTheDemo' -update-screenshot
+var updateScreenshot = flag.Bool("update-screenshot", false, "write the timeline's screenshot to docs/timeline.png and the demo family's to docs/family.png")
 
 // browserTimeout bounds each browser test.
 const browserTimeout = 3 * time.Minute
@@ -142,6 +144,8 @@ type eventsd struct {
 	url string
 	hs  *httptest.Server
 	cs  kubernetes.Interface
+	// store is the server's store.
+	store storage.Interface
 	// expireWatch, when set, answers the next watch with the ERROR event
 	// a server sends for a resourceVersion it no longer has (410).
 	expireWatch atomic.Bool
@@ -171,6 +175,13 @@ const testToken = "ui-test-token"
 
 func startEventsd(t *testing.T, extensions, auth bool) *eventsd {
 	t.Helper()
+	return startEventsdWith(t, extensions, auth, nil)
+}
+
+// startEventsdWith is startEventsd with configure, when not nil, changing
+// the server's configuration before it starts.
+func startEventsdWith(t *testing.T, extensions, auth bool, configure func(*server.Config)) *eventsd {
+	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	store, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: vfs.NewMem(), Logger: log})
 	if err != nil {
@@ -185,6 +196,9 @@ func startEventsd(t *testing.T, extensions, auth bool) *eventsd {
 		}
 		cfg.Authenticator = bearertoken.New(tokens)
 		rc.BearerToken = testToken
+	}
+	if configure != nil {
+		configure(&cfg)
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -204,7 +218,7 @@ func startEventsd(t *testing.T, extensions, auth bool) *eventsd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.url, e.hs, e.cs = hs.URL, hs, cs
+	e.url, e.hs, e.cs, e.store = hs.URL, hs, cs, store
 	return e
 }
 

@@ -1,7 +1,10 @@
 // Package ui is eventsd's web timeline, served at /ui/: an overview of
 // the namespaces and the objects with the most Warning events in the
 // last hour, and per object a timeline of every event where it is the
-// regarding or the related object, kept live with a watch.
+// regarding or the related object, kept live with a watch; for an object
+// that owns others (a Deployment and its ReplicaSets and Pods), its family:
+// one lane per object of eventsd's ownership lineage, indented under its
+// owner, deleted objects marked, zoomable over time.
 //
 // The page is static HTML, CSS and JavaScript modules embedded in the
 // binary (no build step, nothing downloaded at run time). It holds no

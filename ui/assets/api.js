@@ -1,12 +1,13 @@
 // The page's client of the events.k8s.io/v1 API of the server that served
-// it: requests with the user's bearer token (kept in sessionStorage, asked
+// it (and of eventsd's lineages, for the family view): requests with the user's bearer token (kept in sessionStorage, asked
 // for when the API answers 401), paginated lists, and watches read as JSON
 // lines from a fetch stream.
 
-import { LineSplitter } from "./model.js";
+import { LineSplitter, lineageWarnings } from "./model.js";
 
 const TOKEN_KEY = "kubevents.token";
 const EVENTS = "/apis/events.k8s.io/v1";
+const KUBEVENTS = "/apis/events.kubevents.io/v1";
 // PAGE is the limit of each list request, as evctl's pages.
 const PAGE = 500;
 
@@ -21,6 +22,11 @@ export class ApiError extends Error {
 
 export function eventsPath(namespace) {
   return namespace ? `${EVENTS}/namespaces/${encodeURIComponent(namespace)}/events` : `${EVENTS}/events`;
+}
+
+// lineagesPath is eventsd's list of a family's objects (eventapi.LineageList).
+export function lineagesPath(namespace) {
+  return namespace ? `${KUBEVENTS}/namespaces/${encodeURIComponent(namespace)}/lineages` : `${KUBEVENTS}/lineages`;
 }
 
 export class API {
@@ -86,6 +92,18 @@ export class API {
       if (!cont) return { items, rv, truncated: false };
       if (opts.maxItems && items.length >= opts.maxItems) return { items, rv, truncated: true };
     }
+  }
+
+  // lineages reads the objects of the family fieldSelector names (in
+  // namespace, "" for all): {items, warnings}, warnings being the texts
+  // of the answer's Warning headers (ownership not learned, object
+  // unknown).
+  async lineages(namespace, fieldSelector, opts = {}) {
+    const q = new URLSearchParams({ fieldSelector });
+    const resp = await this.fetch(`${lineagesPath(namespace)}?${q}`, opts);
+    const body = await resp.json().catch(() => null);
+    if (!resp.ok) throw new ApiError(resp.status, body);
+    return { items: (body && body.items) || [], warnings: lineageWarnings(resp.headers.get("Warning")) };
   }
 
   // watch streams the changes after rv; onEvent gets each {type, object}.

@@ -1,11 +1,12 @@
-// The page: overview, object timeline, live updates. The logic it relies
+// The page: overview, object timeline, family timeline, live updates. The logic it relies
 // on is in model.js; this file draws and wires the DOM.
 
 import { API, ApiError } from "./api.js";
 import {
-  DEFAULT_ZOOM, EventStore, ZOOMS, describe, formatTarget, guessKind, involvement, involvesSelector,
-  isUnsupportedField, layoutTimeline, objectRef, overview, parseDiscovery, parseTarget,
-  resolveKind, rowOf, stateFromURL, stateToURL, timeTicks, windowFor,
+  DEFAULT_ZOOM, EventStore, ZOOMS, describe, familySelector, familyTree, familyWindow, formatTarget, guessKind,
+  involvement, involvesSelector, isUnsupportedField, layoutFamily, layoutTimeline, lineageHas, objectRef, overview,
+  parseDiscovery, parseTarget, rangeOfDrag, resolveKind, rowOf, stateFromURL, stateToURL, timeAt, timeTicks, viewFor,
+  wheelFactor, windowFor, zoomAround,
 } from "./model.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -21,6 +22,11 @@ const OVERVIEW_MAX_ITEMS = 20000;
 const RETRY_MAX = 30000;
 // TICK re-draws the timeline so that its window follows the clock.
 const TICK = 10000;
+// LINEAGE_REFRESH is the least time between two reads of a family's
+// lineage when its events name objects it does not list yet.
+const LINEAGE_REFRESH = 2000;
+// FAMILY_INDENT is how far each level of ownership is indented, in pixels.
+const FAMILY_INDENT = 18;
 // QUICK_END: a watch the server ends this soon without a change is
 // retried with the error backoff, not at once.
 const QUICK_END = 1000;
@@ -93,7 +99,8 @@ function navigate(changes, replace) {
   const url = location.pathname + stateToURL(next);
   if (replace) history.replaceState(null, "", url);
   else history.pushState(null, "", url);
-  const reload = next.object !== state.object || next.warnings !== state.warnings && !next.object || next.namespace !== state.namespace;
+  const reload = next.object !== state.object || next.warnings !== state.warnings && !next.object || next.namespace !== state.namespace ||
+    next.view !== state.view || next.nodes !== state.nodes;
   state = next;
   show(reload);
 }
@@ -107,12 +114,13 @@ window.addEventListener("popstate", () => {
 // itself (a real href, so it can be opened elsewhere or copied).
 function objectLink(ref, cls) {
   const object = formatTarget({ namespace: ref.namespace || "", kind: ref.kind, name: ref.name });
-  const a = el("a", { href: location.pathname + stateToURL({ ...state, object, event: "" }), class: cls || "", "data-ref": object }, objectRef(ref));
+  // The linked object opens in its kind's default view.
+  const a = el("a", { href: location.pathname + stateToURL({ ...state, object, event: "", view: "" }), class: cls || "", "data-ref": object }, objectRef(ref));
   if (ref.namespace) a.title = `${ref.namespace}/${objectRef(ref)}`;
   a.addEventListener("click", (e) => {
     if (e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey) return;
     e.preventDefault();
-    navigate({ object, event: "" });
+    navigate({ object, event: "", view: "" });
   });
   return a;
 }
@@ -180,14 +188,22 @@ async function showOverview() {
 // ---------------------------------------------------------------------
 // Timeline
 
-// TimelineSession lists an object's events and keeps them current with a
-// watch from the list's resourceVersion: after an error it resumes from
-// the last resourceVersion seen (or lists again when the server no longer
-// has it, 410), and the store applies each change once.
+// TimelineSession lists an object's events (or, family, those of its
+// family, with the family's objects from eventsd's lineages) and keeps them
+// current with a watch from the list's resourceVersion: after an error it
+// resumes from the last resourceVersion seen (or lists again when the
+// server no longer has it, 410), and the store applies each change once.
+// A family's lineage is read again when an event names an object it does
+// not list yet, and on the page's tick (deletions).
 class TimelineSession {
-  constructor(target, onChange) {
+  constructor(target, onChange, family, withNodes) {
     this.target = target;
     this.onChange = onChange;
+    this.family = !!family;
+    this.withNodes = !!withNodes;
+    this.lineage = [];
+    this.warnings = [];
+    this.knows = lineageHas([]);
     this.store = new EventStore();
     this.abort = new AbortController();
     this.mode = "extensions";
@@ -199,18 +215,28 @@ class TimelineSession {
     this.abort.abort();
   }
 
+  selector() {
+    if (this.family) return familySelector(this.target, this.withNodes);
+    return this.mode === "extensions" ? involvesSelector(this.target) : "";
+  }
+
   // list reads the target's events: one involves.* query on eventsd; on a
   // server that refuses it (400), every event, joined here, as evctl does.
+  // A family is read with the family.* selector, after its lineage; a
+  // server without them is an error the page shows.
   async list() {
     const t = this.target;
     for (;;) {
-      const selector = this.mode === "extensions" ? involvesSelector(t) : "";
       try {
-        const l = await api.list(this.namespace, selector, { signal: this.abort.signal });
-        this.store.reset(l.items.filter((ev) => involvement(ev, t)), l.rv);
+        if (this.family) await this.readLineage();
+        const l = await api.list(this.namespace, this.selector(), { signal: this.abort.signal });
+        this.store.reset(this.family ? l.items : l.items.filter((ev) => involvement(ev, t)), l.rv);
         this.listed = true;
         return;
       } catch (err) {
+        if (this.family && err instanceof ApiError && (err.code === 404 || isUnsupportedField(err.code, err.status))) {
+          throw new Error(`this server has no family view (eventsd's lineages and family.* selectors): ${errorText(err)}; the Object view shows the object's own events`);
+        }
         if (this.mode === "extensions" && err instanceof ApiError && isUnsupportedField(err.code, err.status)) {
           this.mode = "client-join";
           continue;
@@ -225,13 +251,45 @@ class TimelineSession {
     }
   }
 
+  // readLineage reads the family's objects and the server's warnings.
+  async readLineage() {
+    const l = await api.lineages(this.namespace, this.selector(), { signal: this.abort.signal });
+    this.lineage = l.items;
+    this.warnings = l.warnings;
+    this.knows = lineageHas(l.items);
+  }
+
+  // refreshLineage reads the lineage again, at most once per
+  // LINEAGE_REFRESH, and repaints; a failure keeps what the page has.
+  refreshLineage() {
+    if (!this.family || !this.listed || this.abort.signal.aborted) return;
+    if (this.refreshing) {
+      this.again = true;
+      return;
+    }
+    this.refreshing = (async () => {
+      try {
+        await this.readLineage();
+        this.onChange();
+      } catch (err) {
+        // Kept as it was; the next tick tries again.
+      }
+      await new Promise((r) => setTimeout(r, LINEAGE_REFRESH));
+      this.refreshing = null;
+      if (this.again) {
+        this.again = false;
+        this.refreshLineage();
+      }
+    })();
+  }
+
   async run() {
     await this.list();
     this.onChange();
     let wait = 1000;
     const signal = this.abort.signal;
     while (!signal.aborted) {
-      const selector = this.mode === "extensions" ? involvesSelector(this.target) : "";
+      const selector = this.selector();
       const started = Date.now();
       let changes = 0;
       try {
@@ -240,10 +298,13 @@ class TimelineSession {
           wait = 1000;
           changes++;
           const obj = e.object;
-          if (this.mode !== "extensions" && e.type !== "BOOKMARK" && !involvement(obj, this.target) && !this.store.byUID.has(obj.metadata.uid)) {
+          if (!this.family && this.mode !== "extensions" && e.type !== "BOOKMARK" && !involvement(obj, this.target) && !this.store.byUID.has(obj.metadata.uid)) {
             this.store.advance(obj.metadata.resourceVersion);
             return;
           }
+          // An object that joined the family: its lane comes with the
+          // lineage read again.
+          if (this.family && e.type !== "BOOKMARK" && !this.knows(obj.regarding) && !this.knows(obj.related)) this.refreshLineage();
           if (this.store.apply(e.type, obj)) this.onChange();
         }, signal);
         // The server ended the watch (its timeout): resume at once,
@@ -285,10 +346,19 @@ function scheduleRender() {
     renderTimeline();
   }, 30);
 }
-setInterval(() => { if (session) scheduleRender(); }, TICK);
+setInterval(() => {
+  if (!session) return;
+  scheduleRender();
+  session.refreshLineage();
+}, TICK);
 window.addEventListener("resize", scheduleRender);
 
 let laneLimit = LANE_LIMIT;
+// zoomRange is the family view's window zoomed by drag, wheel or the zoom
+// buttons ({from, to}), or null for the time window's; shown is the window
+// and track width last drawn, which the zooms start from.
+let zoomRange = null;
+let shown = null;
 // timelineGen tells the latest showTimeline from earlier ones still
 // waiting for discovery.
 let timelineGen = 0;
@@ -301,6 +371,7 @@ async function showTimeline() {
   if (session) session.stop();
   session = null;
   laneLimit = LANE_LIMIT;
+  zoomRange = null;
   const gen = ++timelineGen;
   $("#lanes").replaceChildren();
   $("#details").replaceChildren(el("p", { class: "hint" }, "Hover over, focus or click an event to see it in full."));
@@ -321,8 +392,14 @@ async function showTimeline() {
   }
   $("#search").value = resolved;
   $("#object-title").textContent = (target.namespace ? target.namespace + "/" : "") + objectRef(target);
-  document.title = `${objectRef(target)} · kubevents`;
-  const s = new TimelineSession(target, scheduleRender);
+  const family = viewFor(state.view, target.kind) === "family";
+  view.dataset.view = family ? "family" : "object";
+  $("#title-prefix").textContent = family ? "Family of" : "Timeline of";
+  for (const b of document.querySelectorAll("#view button")) b.setAttribute("aria-pressed", String(b.dataset.view === view.dataset.view));
+  $("#nodes").checked = state.nodes;
+  $("#notice").hidden = true;
+  document.title = `${objectRef(target)}${family ? " family" : ""} · kubevents`;
+  const s = new TimelineSession(target, scheduleRender, family, state.nodes);
   session = s;
   try {
     const started = s.run();
@@ -361,8 +438,11 @@ function trackWidth() {
 
 function renderTimeline() {
   if (!session || session.failed) return;
+  if (session.family) {
+    renderFamily();
+    return;
+  }
   const started = performance.now();
-  const view = $("#timeline");
   const events = session.store.events();
   const target = session.target;
   const now = Date.now();
@@ -372,8 +452,19 @@ function renderTimeline() {
   itemsByID = new Map();
   const lay = layoutTimeline(events, target, { from: win.from, to: win.to, width, warningsOnly: state.warnings });
   renderZoom();
+  drawLanes(win, width, lay.lanes.slice(0, laneLimit).map((lane, li) => renderLane(lane, li, width)), lay.lanes.length);
+  const total = lay.shown + lay.hidden;
+  $("#summary").textContent = `${lay.shown} of ${total} events shown in ${lay.lanes.length} lanes` +
+    (lay.hidden ? ` (${lay.hidden} outside the window${state.warnings ? " or not Warning" : ""})` : "") +
+    (session.mode === "client-join" ? " · server without extensions: events joined in the page" : "");
+  $("#empty").hidden = lay.lanes.length > 0;
+  finishRender(started);
+}
 
-  // Axis.
+// drawLanes puts the time axis and the lanes drawn on the page (total
+// lanes in all, a button drawing more), keeping the focus.
+function drawLanes(win, width, laneEls, total) {
+  shown = { win, width };
   const axis = svg("svg", { class: "axis", width, height: 22, "aria-hidden": "true" });
   for (const tk of timeTicks(win.from, win.to, width)) {
     axis.append(svg("line", { x1: tk.x, x2: tk.x, y1: 16, y2: 22 }));
@@ -383,26 +474,28 @@ function renderTimeline() {
     axis.append(tx);
   }
   const header = el("div", { class: "lane axis-row" }, el("div", { class: "lane-label", title: `${iso(win.from)} – ${iso(win.to)}` }, "time (UTC)"), axis);
-
-  const laneEls = [header];
-  lay.lanes.slice(0, laneLimit).forEach((lane, li) => laneEls.push(renderLane(lane, li, width)));
-  if (lay.lanes.length > laneLimit) {
-    const more = el("button", { type: "button", class: "more" }, `Show ${Math.min(LANE_LIMIT, lay.lanes.length - laneLimit)} more of ${lay.lanes.length - laneLimit} lanes`);
+  const all = [header, ...laneEls];
+  if (total > laneLimit) {
+    const more = el("button", { type: "button", class: "more" }, `Show ${Math.min(LANE_LIMIT, total - laneLimit)} more of ${total - laneLimit} lanes`);
     more.addEventListener("click", () => { laneLimit += LANE_LIMIT; renderTimeline(); });
-    laneEls.push(more);
+    all.push(more);
   }
   const focused = document.activeElement && document.activeElement.dataset && document.activeElement.dataset.id;
-  $("#lanes").replaceChildren(...laneEls);
+  $("#lanes").replaceChildren(...all);
   placeBarLabels(width);
   if (focused) {
     const again = document.querySelector(`#lanes [data-id="${CSS.escape(focused)}"]`);
     if (again) again.focus();
   }
-  const total = lay.shown + lay.hidden;
-  $("#summary").textContent = `${lay.shown} of ${total} events shown in ${lay.lanes.length} lanes` +
-    (lay.hidden ? ` (${lay.hidden} outside the window${state.warnings ? " or not Warning" : ""})` : "") +
-    (session.mode === "client-join" ? " · server without extensions: events joined in the page" : "");
-  $("#empty").hidden = lay.lanes.length > 0;
+  const view = $("#timeline");
+  view.dataset.from = iso(win.from);
+  view.dataset.to = iso(win.to);
+}
+
+// finishRender records what was drawn on the view (for tests) and
+// restores the selection from the URL.
+function finishRender(started) {
+  const view = $("#timeline");
   view.dataset.mode = session.mode;
   view.dataset.events = String(session.store.size);
   view.dataset.status = "ready";
@@ -461,15 +554,22 @@ function renderLane(lane, li, width) {
     el("span", { class: "reason" }, lane.reason),
     lane.counterpart ? el("span", { class: "counterpart-wrap" }, ` ${roleText}`, objectLink(lane.counterpart, "counterpart")) : null,
     el("span", { class: "lane-total" }, ` (${lane.total})`));
-  const height = lane.tracks * TRACK_HEIGHT;
-  const track = svg("svg", { class: "track", width, height, role: "list", "aria-label": `${lane.type} ${lane.reason}` });
+  const track = svg("svg", { class: "track", width, height: lane.tracks * TRACK_HEIGHT, role: "list", "aria-label": `${lane.type} ${lane.reason}` });
+  drawItems(track, lane, li, width);
+  const row = el("div", { class: `lane ${lane.type}`, "data-lane": lane.key, "data-role": lane.role }, label);
+  row.append(track);
+  return row;
+}
+
+// drawItems draws a lane's marks and bars on its track.
+function drawItems(track, lane, li, width) {
   lane.items.forEach((it, ii) => {
     const id = `${li}.${ii}`;
     it.lane = lane;
     itemsByID.set(id, it);
     const g = svg("g", {
       class: `item ${it.kind} ${it.type}${it.state ? " " + it.state : ""}`, tabindex: "0", role: "listitem",
-      "data-id": id, "data-kind": it.kind, "data-type": it.type, "data-reason": lane.reason,
+      "data-id": id, "data-kind": it.kind, "data-type": it.type, "data-reason": it.rows[0].reason,
       "data-count": String(it.count), "data-events": String(it.rows.length),
       "data-uids": it.rows.slice(0, DETAIL_LIMIT).map((r) => r.uid).join(" "),
       "data-first": iso(it.first), "aria-label": describe(it),
@@ -498,14 +598,72 @@ function renderLane(lane, li, width) {
         g.append(svg("circle", { cx: it.x, cy, r }));
       }
       if (it.kind === "agg") {
-        const text = svg("text", { x: it.x, y: cy - r - 3 > 8 ? cy - r - 3 : cy + 3, "text-anchor": "middle", class: "agg-label" });
+        // Above the mark when there is room, else inside it (in white).
+        const above = cy - r - 3 > 8;
+        const text = svg("text", { x: it.x, y: above ? cy - r - 3 : cy + 3, "text-anchor": "middle", class: above ? "agg-label" : "agg-label inside" });
         text.textContent = String(it.rows.length);
         g.append(text);
       }
     }
     track.append(g);
   });
-  const row = el("div", { class: `lane ${lane.type}`, "data-lane": lane.key, "data-role": lane.role }, label);
+}
+
+// renderFamily draws the family view: one lane per object of the lineage,
+// indented under its owner, with its lifespan and events.
+function renderFamily() {
+  const started = performance.now();
+  const events = session.store.events();
+  const now = Date.now();
+  const width = trackWidth();
+  const tree = familyTree(session.lineage);
+  const win = zoomRange || familyWindow(state.zoom, now, state.zoom === "all" ? events.map(rowOf) : [], tree);
+  itemsByID = new Map();
+  const lay = layoutFamily(session.lineage, events, { from: win.from, to: win.to, width, warningsOnly: state.warnings });
+  renderZoom();
+  $("#zoom-reset").disabled = !zoomRange;
+  drawLanes(win, width, lay.lanes.slice(0, laneLimit).map((lane, li) => renderFamilyLane(lane, li, width)), lay.lanes.length);
+  const objects = tree.filter((o) => o.group === "family").length;
+  const deleted = tree.filter((o) => o.deleted).length;
+  const total = lay.shown + lay.hidden;
+  $("#summary").textContent = `${lay.shown} of ${total} events shown on ${objects} objects${deleted ? ` (${deleted} deleted)` : ""}` +
+    (tree.length > objects ? `, ${tree.length - objects} node${tree.length - objects === 1 ? "" : "s"}` : "") +
+    (lay.hidden ? ` (${lay.hidden} events outside the window${state.warnings ? " or not Warning" : ""})` : "");
+  const notice = $("#notice");
+  notice.textContent = session.warnings.join(" · ");
+  notice.hidden = session.warnings.length === 0;
+  $("#empty").hidden = lay.shown > 0;
+  finishRender(started);
+}
+
+function renderFamilyLane(lane, li, width) {
+  const ref = lane.ref;
+  const link = objectLink({ namespace: ref.namespace, kind: ref.kind, name: ref.name }, "object-name");
+  link.textContent = ref.name || ref.uid || "";
+  const label = el("div", { class: "lane-label" },
+    el("span", { class: "kind" }, lane.kind),
+    lane.deleted ? el("s", {}, link) : link,
+    lane.deleted ? el("span", { class: "badge deleted", title: `deleted; last seen ${iso(lane.lastSeen)}` }, "deleted") : null,
+    lane.group === "other" ? el("span", { class: "hint" }, " not in the lineage") : null,
+    el("span", { class: "lane-total" }, ` (${lane.total})`));
+  label.style.paddingLeft = `${lane.depth * FAMILY_INDENT}px`;
+  if (!isNaN(lane.firstSeen)) label.title = `${ref.kind}/${ref.name}: first seen ${iso(lane.firstSeen)}${lane.deleted ? `, deleted (last seen ${iso(lane.lastSeen)})` : ""}`;
+  const height = lane.tracks * TRACK_HEIGHT;
+  const track = svg("svg", { class: "track", width, height, role: "list", "aria-label": `${ref.kind} ${ref.name}${lane.deleted ? " (deleted)" : ""}` });
+  if (lane.life) {
+    // Its lifespan: a thin line under its events, ending in a stroke when
+    // it was deleted within the window.
+    // Along the first track, where the marks are.
+    const cy = TRACK_HEIGHT / 2;
+    track.append(svg("rect", { class: "life", x: lane.life.x1, y: cy - 1, width: Math.max(1, lane.life.x2 - lane.life.x1), height: 2, "aria-hidden": "true" }));
+    if (lane.life.ended) track.append(svg("line", { class: "life-end", x1: lane.life.x2, x2: lane.life.x2, y1: cy - 6, y2: cy + 6, "aria-hidden": "true" }));
+  }
+  drawItems(track, lane, li, width);
+  const row = el("div", {
+    class: `lane family-lane ${lane.group}${lane.deleted ? " deleted" : ""}`, "data-lane": lane.key,
+    "data-object-kind": lane.kind, "data-name": ref.name || "", "data-depth": String(lane.depth), "data-deleted": String(lane.deleted),
+    "data-group": lane.group,
+  }, label);
   row.append(track);
   return row;
 }
@@ -614,6 +772,60 @@ function setupTimelineEvents() {
   });
 }
 
+// zoomTo shows the family view over range (null: the time window).
+function zoomTo(range) {
+  zoomRange = range;
+  renderTimeline();
+}
+
+// setupFamilyZoom zooms the family view: a drag across the lanes (or the
+// axis) zooms into the dragged range, the wheel over the axis (or with
+// Ctrl over the lanes) around the pointer; the page scrolls as usual
+// otherwise.
+function setupFamilyZoom() {
+  const lanes = $("#lanes");
+  const family = () => session && session.family && shown;
+  // trackX is the pointer's x on the tracks, which all start where the
+  // axis does.
+  const trackX = (e) => {
+    const axis = lanes.querySelector("svg.axis");
+    return axis ? e.clientX - axis.getBoundingClientRect().left : NaN;
+  };
+  lanes.addEventListener("wheel", (e) => {
+    if (!family() || !(e.ctrlKey || e.target.closest("svg.axis"))) return;
+    const x = trackX(e);
+    if (isNaN(x) || x < 0 || x > shown.width) return;
+    e.preventDefault();
+    zoomTo(zoomAround(shown.win, timeAt(shown.win, shown.width, x), wheelFactor(e.deltaY)));
+  }, { passive: false });
+  let drag = null;
+  lanes.addEventListener("pointerdown", (e) => {
+    if (!family() || e.button !== 0 || !e.target.closest("svg.track, svg.axis") || e.target.closest(".item")) return;
+    const x = trackX(e);
+    if (isNaN(x) || x < 0 || x > shown.width) return;
+    e.preventDefault();
+    const band = el("div", { class: "drag-range", "aria-hidden": "true" });
+    lanes.append(band);
+    drag = { x0: x, band, offset: lanes.querySelector("svg.axis").getBoundingClientRect().left - lanes.getBoundingClientRect().left };
+    const move = (ev) => {
+      const x1 = Math.max(0, Math.min(shown.width, trackX(ev)));
+      band.style.left = `${drag.offset + Math.min(drag.x0, x1)}px`;
+      band.style.width = `${Math.abs(x1 - drag.x0)}px`;
+    };
+    const up = (ev) => {
+      window.removeEventListener("pointermove", move);
+      window.removeEventListener("pointerup", up);
+      band.remove();
+      const r = drag && shown ? rangeOfDrag(shown.win, shown.width, drag.x0, trackX(ev)) : null;
+      drag = null;
+      if (r) zoomTo(r);
+    };
+    move(e);
+    window.addEventListener("pointermove", move);
+    window.addEventListener("pointerup", up);
+  });
+}
+
 // ---------------------------------------------------------------------
 // Wiring
 
@@ -643,12 +855,23 @@ function setup() {
     }
     $("#search").removeAttribute("aria-invalid");
     setStatus("");
-    navigate({ object: text, event: "" });
+    navigate({ object: text, event: "", view: "" });
   });
   $("#warnings").addEventListener("change", (e) => navigate({ warnings: e.target.checked }));
   for (const b of document.querySelectorAll("#zoom button")) {
-    b.addEventListener("click", () => navigate({ zoom: b.dataset.zoom }));
+    b.addEventListener("click", () => {
+      zoomRange = null;
+      navigate({ zoom: b.dataset.zoom });
+    });
   }
+  for (const b of document.querySelectorAll("#view button")) {
+    b.addEventListener("click", () => navigate({ view: b.dataset.view, event: "" }));
+  }
+  $("#nodes").addEventListener("change", (e) => navigate({ nodes: e.target.checked }));
+  $("#zoom-reset").addEventListener("click", () => zoomTo(null));
+  $("#zoom-in").addEventListener("click", () => shown && zoomTo(zoomAround(shown.win, (shown.win.from + shown.win.to) / 2, 0.5)));
+  $("#zoom-out").addEventListener("click", () => shown && zoomTo(zoomAround(shown.win, (shown.win.from + shown.win.to) / 2, 2)));
+  setupFamilyZoom();
   $("#home").addEventListener("click", (e) => {
     e.preventDefault();
     navigate({ object: "", event: "" });

@@ -333,65 +333,73 @@ export function layoutTimeline(events, t, opts) {
   out.sort((a, b) => a.first - b.first || (a.key < b.key ? -1 : 1));
   for (const lane of out) {
     lane.rows.sort(compareRows);
-    const items = [];
-    const trackEnds = [];
-    const points = [];
-    for (const r of lane.rows) {
-      const x1 = Math.max(0, px(r.first));
-      const x2 = Math.min(width, px(r.last));
-      if (r.series && x2 - x1 >= bucketPx) {
-        let track = trackEnds.findIndex((end) => end < x1);
-        if (track < 0) track = trackEnds.length < maxTracks ? trackEnds.length : maxTracks - 1;
-        trackEnds[track] = x2;
-        items.push({ kind: "bar", x: x1, w: x2 - x1, track, rows: [r], type: r.type, count: r.count, state: r.state, first: r.first, last: r.last });
-      } else {
-        points.push({ r, x: (x1 + x2) / 2 });
-      }
-    }
-    // Merge points by pixel bucket: rows are in time order, so each
-    // bucket's points are consecutive.
-    let cur = null;
-    for (const p of points) {
-      const b = Math.floor(p.x / bucketPx);
-      if (cur && cur.bucket === b) {
-        cur.rows.push(p.r);
-        continue;
-      }
-      cur = { bucket: b, rows: [p.r], x: p.x };
-      items.push(cur);
-    }
-    for (const it of items) {
-      if (it.kind) continue;
-      delete it.bucket;
-      const rows = it.rows;
-      it.first = rows[0].first;
-      it.last = Math.max(...rows.map((r) => r.last));
-      it.count = rows.reduce((n, r) => n + r.count, 0);
-      it.type = rows.some((r) => r.type === "Warning") ? "Warning" : "Normal";
-      if (rows.length > 1) {
-        it.kind = "agg";
-        it.x = (Math.max(0, px(it.first)) + Math.min(width, px(it.last))) / 2;
-      } else if (rows[0].series) {
-        it.kind = "bar";
-        it.x = Math.max(0, px(rows[0].first));
-        it.w = Math.max(0, Math.min(width, px(rows[0].last)) - it.x);
-        it.track = 0;
-        it.state = rows[0].state;
-      } else {
-        it.kind = "mark";
-      }
-    }
-    items.sort((a, b) => a.first - b.first || a.x - b.x);
-    lane.items = items;
-    lane.tracks = Math.max(1, trackEnds.length);
-    lane.total = lane.rows.reduce((n, r) => n + r.count, 0);
+    Object.assign(lane, layoutItems(lane.rows, px, width, bucketPx, maxTracks));
   }
   return { lanes: out, shown, hidden };
 }
 
+// layoutItems lays out one lane's rows (in time order) on a track of width
+// pixels, px mapping a time to its x: series wide enough are bars (packed
+// into at most maxTracks tracks), singletons and narrow series within
+// bucketPx of each other merge into one mark that counts them. It returns
+// {items, tracks, total}.
+function layoutItems(rows, px, width, bucketPx, maxTracks) {
+  const items = [];
+  const trackEnds = [];
+  const points = [];
+  for (const r of rows) {
+    const x1 = Math.max(0, px(r.first));
+    const x2 = Math.min(width, px(r.last));
+    if (r.series && x2 - x1 >= bucketPx) {
+      let track = trackEnds.findIndex((end) => end < x1);
+      if (track < 0) track = trackEnds.length < maxTracks ? trackEnds.length : maxTracks - 1;
+      trackEnds[track] = x2;
+      items.push({ kind: "bar", x: x1, w: x2 - x1, track, rows: [r], type: r.type, count: r.count, state: r.state, first: r.first, last: r.last });
+    } else {
+      points.push({ r, x: (x1 + x2) / 2 });
+    }
+  }
+  // Merge points by pixel bucket: rows are in time order, so each
+  // bucket's points are consecutive.
+  let cur = null;
+  for (const p of points) {
+    const b = Math.floor(p.x / bucketPx);
+    if (cur && cur.bucket === b) {
+      cur.rows.push(p.r);
+      continue;
+    }
+    cur = { bucket: b, rows: [p.r], x: p.x };
+    items.push(cur);
+  }
+  for (const it of items) {
+    if (it.kind) continue;
+    delete it.bucket;
+    const rs = it.rows;
+    it.first = rs[0].first;
+    it.last = Math.max(...rs.map((r) => r.last));
+    it.count = rs.reduce((n, r) => n + r.count, 0);
+    it.type = rs.some((r) => r.type === "Warning") ? "Warning" : "Normal";
+    if (rs.length > 1) {
+      it.kind = "agg";
+      it.x = (Math.max(0, px(it.first)) + Math.min(width, px(it.last))) / 2;
+    } else if (rs[0].series) {
+      it.kind = "bar";
+      it.x = Math.max(0, px(rs[0].first));
+      it.w = Math.max(0, Math.min(width, px(rs[0].last)) - it.x);
+      it.track = 0;
+      it.state = rs[0].state;
+    } else {
+      it.kind = "mark";
+    }
+  }
+  items.sort((a, b) => a.first - b.first || a.x - b.x);
+  return { items, tracks: Math.max(1, trackEnds.length), total: rows.reduce((n, r) => n + r.count, 0) };
+}
+
 // ticks are the time axis' labelled positions: about one per 100 px, at
 // round intervals.
-const TICK_STEPS = [MINUTE, 2 * MINUTE, 5 * MINUTE, 10 * MINUTE, 15 * MINUTE, 30 * MINUTE, HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, 24 * HOUR, 2 * 24 * HOUR, 7 * 24 * HOUR];
+const SECOND = 1000;
+const TICK_STEPS = [SECOND, 2 * SECOND, 5 * SECOND, 10 * SECOND, 15 * SECOND, 30 * SECOND, MINUTE, 2 * MINUTE, 5 * MINUTE, 10 * MINUTE, 15 * MINUTE, 30 * MINUTE, HOUR, 2 * HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, 24 * HOUR, 2 * 24 * HOUR, 7 * 24 * HOUR];
 
 export function timeTicks(from, to, width) {
   const want = Math.max(1, Math.floor(width / 100));
@@ -401,7 +409,7 @@ export function timeTicks(from, to, width) {
   for (let t = Math.ceil(from / step) * step; t <= to; t += step) {
     const d = new Date(t);
     const hm = d.toISOString().slice(11, 16);
-    const label = step >= 24 * HOUR ? d.toISOString().slice(5, 10) : hm;
+    const label = step >= 24 * HOUR ? d.toISOString().slice(5, 10) : step < MINUTE ? d.toISOString().slice(11, 19) : hm;
     out.push({ x: ((t - from) / span) * width, t, label });
   }
   return out;
@@ -442,7 +450,9 @@ export function overview(events, now, opts = {}) {
 
 // The page's state in its URL's query: the object shown (namespace/Kind/
 // name, Kind resolved), the zoom, the warnings-only toggle, the overview's
-// namespace, the selected event's uid. Never the token.
+// namespace, the selected event's uid, the view (object or family; empty
+// for the kind's default, viewFor) and the family's Nodes toggle. Never
+// the token.
 export function stateFromURL(search) {
   const q = new URLSearchParams(search);
   const zoom = q.get("zoom");
@@ -452,6 +462,8 @@ export function stateFromURL(search) {
     warnings: q.get("warnings") === "1",
     namespace: q.get("ns") || "",
     event: q.get("event") || "",
+    view: VIEWS.includes(q.get("view")) ? q.get("view") : "",
+    nodes: q.get("nodes") === "1",
   };
 }
 
@@ -462,6 +474,8 @@ export function stateToURL(s) {
   if (s.warnings) q.set("warnings", "1");
   if (s.namespace && !s.object) q.set("ns", s.namespace);
   if (s.event && s.object) q.set("event", s.event);
+  if (s.view && s.object) q.set("view", s.view);
+  if (s.nodes && s.object) q.set("nodes", "1");
   const str = q.toString();
   return str ? "?" + str : "";
 }
@@ -477,4 +491,207 @@ export function describe(item) {
     return `${r.type} ${r.reason}: ×${r.count} ${r.state} from ${when(r.first)} to ${when(r.last)}`;
   }
   return `${r.type} ${r.reason} at ${when(r.first)}`;
+}
+
+// ---------------------------------------------------------------------
+// The family view: an object and everything it owns, one lane each, from
+// eventsd's lineage (events.kubevents.io/v1 lineages) and the events of
+// its family.* field selector.
+
+// VIEWS are the timeline's views: the object's own events, or its family.
+export const VIEWS = ["object", "family"];
+
+// OWNER_KINDS are the kinds whose timeline opens on their family: the
+// workloads that own other objects.
+export const OWNER_KINDS = ["Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob"];
+
+// viewFor is the view shown for kind: the one asked for, else the family
+// for kinds that own things and the object's own events for the rest.
+export function viewFor(asked, kind) {
+  if (VIEWS.includes(asked)) return asked;
+  return OWNER_KINDS.includes(kind) ? "family" : "object";
+}
+
+// familySelector is eventsd's field selector for t's family (with the
+// Nodes its Pods ran on when withNodes), its values escaped.
+export function familySelector(t, withNodes) {
+  const terms = [`family.kind=${escapeFieldValue(t.kind)}`, `family.name=${escapeFieldValue(t.name)}`];
+  if (t.namespace) terms.push(`family.namespace=${escapeFieldValue(t.namespace)}`);
+  if (withNodes) terms.push("family.withNodes=true");
+  return terms.join(",");
+}
+
+// refKey names an object by kind, namespace and name; uidKey by uid.
+const refKey = (r) => `${r.kind || ""}/${r.namespace || ""}/${r.name || ""}`;
+
+// lineageHas returns whether an object reference (by uid, else by kind,
+// namespace and name) is among a LineageList's items.
+export function lineageHas(items) {
+  const uids = new Set(), refs = new Set();
+  for (const it of items || []) {
+    const o = it.object || {};
+    if (o.uid) uids.add(o.uid);
+    refs.add(refKey(o));
+  }
+  return (ref) => !!ref && ((!!ref.uid && uids.has(ref.uid)) || refs.has(refKey(ref)));
+}
+
+// familyTree reads a LineageList's items (in tree order: the root, then
+// depth first with owners before what they own, then Nodes) as the lanes'
+// objects: {key, ref, kind, depth, deleted, firstSeen, lastSeen, node,
+// group}. An object's depth is one more than its first owner's in the list
+// (0 for the root, for an object whose owners are not listed, and for
+// Nodes, which are grouped apart: group "node").
+export function familyTree(items) {
+  const depthOf = new Map();
+  const out = [];
+  for (const it of items || []) {
+    const ref = it.object || {};
+    const key = ref.uid || (it.metadata && it.metadata.name) || refKey(ref);
+    const isNode = ref.kind === "Node" && !(it.owners || []).length;
+    let depth = 0;
+    if (!isNode) {
+      for (const o of it.owners || []) {
+        if (o.uid && depthOf.has(o.uid)) {
+          depth = depthOf.get(o.uid) + 1;
+          break;
+        }
+      }
+    }
+    if (ref.uid) depthOf.set(ref.uid, depth);
+    out.push({
+      key, ref, kind: ref.kind || "", depth, deleted: !!it.deleted,
+      firstSeen: parseTime(it.firstSeen), lastSeen: parseTime(it.lastSeen), node: it.node || "",
+      group: isNode ? "node" : "family",
+    });
+  }
+  return out;
+}
+
+// layoutFamily places a family's events on one lane per object of
+// familyTree(lineage), in its order, on a time axis of width pixels
+// between from and to. An event belongs to the lane of its regarding
+// object (by uid, else by kind, namespace and name), else of its related
+// one; events about objects the lineage does not list get lanes of their
+// own after the family's (group "other", in order of first occurrence).
+// Each lane has its items as layoutTimeline's, and life: the pixels from
+// when its object was first seen to when it was deleted (or the window's
+// end), clipped to the window, or null outside it.
+export function layoutFamily(lineage, events, opts) {
+  const { from, to, width } = opts;
+  const bucketPx = opts.bucketPx || LAYOUT.bucketPx;
+  const maxTracks = opts.maxTracks || LAYOUT.maxTracks;
+  const span = Math.max(1, to - from);
+  const px = (ms) => ((ms - from) / span) * width;
+  const lanes = familyTree(lineage).map((o) => ({ ...o, rows: [] }));
+  const byUID = new Map(), byRef = new Map();
+  for (const l of lanes) {
+    if (l.ref.uid && !byUID.has(l.ref.uid)) byUID.set(l.ref.uid, l);
+    if (!byRef.has(refKey(l.ref))) byRef.set(refKey(l.ref), l);
+  }
+  const laneOf = (ref) => ref && ((ref.uid && byUID.get(ref.uid)) || byRef.get(refKey(ref)));
+  const others = new Map();
+  let shown = 0, hidden = 0;
+  for (const ev of events) {
+    const r = rowOf(ev);
+    if ((opts.warningsOnly && r.type !== "Warning") || r.last < from || r.first > to) {
+      hidden++;
+      continue;
+    }
+    shown++;
+    let lane = laneOf(ev.regarding) || laneOf(ev.related);
+    r.role = lane && laneOf(ev.regarding) === lane ? "regarding" : lane ? "related" : "regarding";
+    if (!lane) {
+      const ref = ev.regarding || {};
+      const key = "other:" + refKey(ref);
+      lane = others.get(key);
+      if (!lane) {
+        lane = { key, ref, kind: ref.kind || "", depth: 0, deleted: false, firstSeen: NaN, lastSeen: NaN, node: "", group: "other", rows: [], first: r.first };
+        others.set(key, lane);
+      }
+      if (r.first < lane.first) lane.first = r.first;
+    }
+    lane.rows.push(r);
+  }
+  const rest = [...others.values()].sort((a, b) => a.first - b.first || (a.key < b.key ? -1 : 1));
+  const out = [...lanes, ...rest];
+  for (const lane of out) {
+    lane.rows.sort(compareRows);
+    Object.assign(lane, layoutItems(lane.rows, px, width, bucketPx, maxTracks));
+    lane.life = null;
+    if (!isNaN(lane.firstSeen)) {
+      const end = lane.deleted && !isNaN(lane.lastSeen) ? lane.lastSeen : to;
+      if (end >= from && lane.firstSeen <= to) {
+        lane.life = { x1: Math.max(0, px(lane.firstSeen)), x2: Math.min(width, px(end)), ended: lane.deleted && end <= to };
+      }
+    }
+  }
+  return { lanes: out, shown, hidden };
+}
+
+// familyWindow is windowFor for a family: "all" spans its events and when
+// its objects were first seen (and, deleted, last seen) too.
+export function familyWindow(zoom, now, rows, tree) {
+  if (ZOOMS[zoom]) return windowFor(zoom, now, rows);
+  const spans = rows.slice();
+  for (const o of tree) {
+    if (!isNaN(o.firstSeen)) spans.push({ first: o.firstSeen, last: o.deleted && !isNaN(o.lastSeen) ? o.lastSeen : o.firstSeen });
+  }
+  return windowFor(zoom, now, spans);
+}
+
+// MIN_SPAN is the narrowest window zooming in reaches.
+export const MIN_SPAN = 10 * 1000;
+// MAX_SPAN is the widest window zooming out reaches: a year.
+export const MAX_SPAN = 365 * 24 * HOUR;
+
+// clampSpan keeps a window between MIN_SPAN and MAX_SPAN wide, around its
+// middle.
+function clampSpan(from, to) {
+  const span = to - from;
+  if (span >= MIN_SPAN && span <= MAX_SPAN) return { from, to };
+  const mid = (from + to) / 2;
+  const w = Math.min(MAX_SPAN, Math.max(MIN_SPAN, span));
+  return { from: mid - w / 2, to: mid + w / 2 };
+}
+
+// timeAt is the time at x pixels on a track of width showing win.
+export function timeAt(win, width, x) {
+  return win.from + (x / Math.max(1, width)) * (win.to - win.from);
+}
+
+// zoomAround scales win by factor (below 1 zooms in) keeping the time at
+// stays at the same place, within MIN_SPAN and MAX_SPAN.
+export function zoomAround(win, at, factor) {
+  if (!(factor > 0) || !isFinite(factor)) throw new Error(`zoom factor ${factor} is not a positive number`);
+  const span = win.to - win.from;
+  const w = Math.min(MAX_SPAN, Math.max(MIN_SPAN, span * factor));
+  const k = span > 0 ? (at - win.from) / span : 0.5;
+  return { from: at - k * w, to: at - k * w + w };
+}
+
+// wheelFactor is the zoom of a wheel's deltaY (pixels): each 100 px zoom
+// out by a fifth, upwards zoom in as much.
+export function wheelFactor(deltaY) {
+  return Math.pow(1.2, Math.max(-10, Math.min(10, deltaY / 100)));
+}
+
+// rangeOfDrag is the window a drag from x1 to x2 on a track of width
+// showing win selects, or null for a drag under minPx (a click).
+export function rangeOfDrag(win, width, x1, x2, minPx = 4) {
+  const a = Math.max(0, Math.min(width, Math.min(x1, x2)));
+  const b = Math.max(0, Math.min(width, Math.max(x1, x2)));
+  if (b - a < minPx) return null;
+  return clampSpan(timeAt(win, width, a), timeAt(win, width, b));
+}
+
+// lineageWarnings reads the Warning headers of an answer (RFC 9111's
+// 299 - "text", as apiserver writes them, comma-joined by fetch) as their
+// texts.
+export function lineageWarnings(header) {
+  const out = [];
+  const re = /\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"/g;
+  let m;
+  while ((m = re.exec(header || ""))) out.push(m[1].replace(/\\(.)/g, "$1"));
+  return out;
 }

@@ -219,10 +219,14 @@ test("overview counts namespaces and ranks objects by Warning occurrences in the
 });
 
 test("the page's state round-trips through its URL, without a token", () => {
-  const s = { object: "default/Pod/web-1", zoom: "6h", warnings: true, namespace: "", event: "uid-1" };
+  const s = { object: "default/Pod/web-1", zoom: "6h", warnings: true, namespace: "", event: "uid-1", view: "", nodes: false };
   const url = m.stateToURL(s);
   eq(url, "?object=default%2FPod%2Fweb-1&zoom=6h&warnings=1&event=uid-1");
   eq(m.stateFromURL(url), s);
+  const f = { ...s, view: "family", nodes: true };
+  eq(m.stateToURL(f), "?object=default%2FPod%2Fweb-1&zoom=6h&warnings=1&event=uid-1&view=family&nodes=1");
+  eq(m.stateFromURL(m.stateToURL(f)), f);
+  eq(m.stateFromURL("?object=x/y&view=bogus").view, "");
   eq(m.stateFromURL("?zoom=bogus").zoom, m.DEFAULT_ZOOM);
   eq(m.stateToURL({ object: "", zoom: "1h", namespace: "kube-system" }), "?ns=kube-system");
 });
@@ -232,6 +236,121 @@ test("timeTicks label round times inside the window", () => {
   ok(ticks.length >= 2 && ticks.length <= 7, `tick count ${ticks.length}`);
   eq(ticks[0].label, "10:00");
   ok(ticks.every((t) => t.x >= 0 && t.x <= 600), "inside");
+});
+
+test("timeTicks label seconds in windows under a minute or so", () => {
+  const ticks = m.timeTicks(T0, T0 + 30000, 600);
+  ok(ticks.length >= 2 && ticks.length <= 7, `tick count ${ticks.length}`);
+  eq(ticks[0].label, "10:00:00");
+  eq(ticks[1].label, "10:00:05");
+});
+
+test("viewFor opens the family of workloads and the object's own events otherwise", () => {
+  eq(m.viewFor("", "Deployment"), "family");
+  eq(m.viewFor("", "CronJob"), "family");
+  eq(m.viewFor("", "Pod"), "object");
+  eq(m.viewFor("object", "Deployment"), "object");
+  eq(m.viewFor("family", "Pod"), "family");
+  eq(m.viewFor("bogus", "Pod"), "object");
+});
+
+test("familySelector names the object, escaped, and asks for Nodes when told", () => {
+  eq(m.familySelector({ namespace: "shop", kind: "Deployment", name: "web" }, false), "family.kind=Deployment,family.name=web,family.namespace=shop");
+  eq(m.familySelector({ namespace: "", kind: "Deployment", name: "a=b,c" }, true), "family.kind=Deployment,family.name=a\\=b\\,c,family.withNodes=true");
+});
+
+// lineage is eventsd's LineageList items for Deployment web: two
+// ReplicaSets, their Pods (one deleted), and a Node.
+function lineage() {
+  const li = (uid, kind, name, owners, extra = {}) => ({
+    metadata: { name: uid, namespace: kind === "Node" ? "" : "shop" },
+    object: { kind, namespace: kind === "Node" ? "" : "shop", name, uid },
+    owners: owners.map((o) => ({ uid: o })),
+    firstSeen: at(extra.first || 0), lastSeen: at(extra.last || 0), deleted: extra.deleted, node: extra.node,
+  });
+  return [
+    li("d", "Deployment", "web", []),
+    li("rs1", "ReplicaSet", "web-1", ["d"]),
+    li("p1", "Pod", "web-1-a", ["rs1"], { first: 1, last: 20, deleted: true, node: "node-1" }),
+    li("rs2", "ReplicaSet", "web-2", ["d"], { first: 30 }),
+    li("p2", "Pod", "web-2-a", ["rs2", "unknown-owner"], { first: 31, last: 50 }),
+    li("n1", "Node", "node-1", []),
+  ];
+}
+
+test("familyTree indents each object under its first listed owner and sets Nodes apart", () => {
+  const tree = m.familyTree(lineage());
+  eq(tree.map((o) => `${o.depth}:${o.kind}/${o.ref.name}${o.deleted ? "!" : ""}:${o.group}`),
+    ["0:Deployment/web:family", "1:ReplicaSet/web-1:family", "2:Pod/web-1-a!:family", "1:ReplicaSet/web-2:family", "2:Pod/web-2-a:family", "0:Node/node-1:node"]);
+  // An object whose owners are not listed is at the top.
+  eq(m.familyTree([{ object: { kind: "Pod", name: "x", uid: "x" }, owners: [{ uid: "gone" }] }])[0].depth, 0);
+  eq(m.familyTree(undefined), []);
+});
+
+test("layoutFamily puts each event on its object's lane, by uid or name, and the rest after", () => {
+  const rsRef = { kind: "ReplicaSet", namespace: "shop", name: "web-2", uid: "rs2" };
+  const evs = [
+    ev({ at: 5, reason: "Killing", regarding: { kind: "Pod", namespace: "shop", name: "web-1-a", uid: "p1" } }),
+    ev({ at: 32, reason: "Started", regarding: { kind: "Pod", namespace: "shop", name: "web-2-a" } }), // no uid: by name
+    ev({ at: 30, reason: "SuccessfulCreate", regarding: rsRef, related: { kind: "Pod", namespace: "shop", name: "web-2-a", uid: "p2" } }),
+    ev({ at: 33, reason: "NodeNotReady", regarding: { kind: "Node", name: "node-9" }, related: { kind: "Pod", namespace: "shop", name: "web-2-a", uid: "p2" } }),
+    ev({ at: 34, reason: "Stray", regarding: { kind: "Service", namespace: "shop", name: "web" } }),
+    ev({ at: 120, reason: "Later" }), // outside the window
+  ];
+  const lay = m.layoutFamily(lineage(), evs, { from: T0, to: T0 + 60 * 60000, width: 600 });
+  eq(lay.lanes.map((l) => `${l.ref.name}:${l.rows.map((r) => r.reason + (r.role === "related" ? "(related)" : "")).join(",")}`),
+    ["web:", "web-1:", "web-1-a:Killing", "web-2:SuccessfulCreate", "web-2-a:Started,NodeNotReady(related)", "node-1:", "web:Stray"]);
+  eq(lay.lanes[6].group, "other");
+  eq([lay.shown, lay.hidden], [5, 1]);
+  // Lifespans: the deleted Pod's ends when it was deleted, the live one's
+  // at the window's end.
+  const p1 = lay.lanes[2], p2 = lay.lanes[4];
+  eq([p1.life.x1, p1.life.x2, p1.life.ended], [10, 200, true]);
+  eq([Math.round(p2.life.x1), p2.life.x2, p2.life.ended], [310, 600, false]);
+  eq(lay.lanes[6].life, null);
+  // A window after the deleted Pod's end draws no life for it.
+  const later = m.layoutFamily(lineage(), [], { from: T0 + 40 * 60000, to: T0 + 60 * 60000, width: 600 });
+  eq(later.lanes[2].life, null);
+  // Warnings only hides the Normal events.
+  eq(m.layoutFamily(lineage(), evs, { from: T0, to: T0 + 60 * 60000, width: 600, warningsOnly: true }).shown, 0);
+});
+
+test("familyWindow's all covers the objects' lifespans too", () => {
+  const tree = m.familyTree(lineage());
+  const w = m.familyWindow("all", T0 + 60 * 60000, [], tree);
+  ok(w.from < T0 && w.to >= T0 + 60 * 60000, `window ${new Date(w.from).toISOString()} to ${new Date(w.to).toISOString()}`);
+  eq(m.familyWindow("1h", T0, [], tree), { from: T0 - 60 * 60000, to: T0 });
+});
+
+test("zoomAround keeps the time under the pointer in place, within bounds", () => {
+  const win = { from: T0, to: T0 + 60 * 60000 };
+  const z = m.zoomAround(win, T0 + 15 * 60000, 0.5);
+  eq(z, { from: T0 + 7.5 * 60000, to: T0 + 37.5 * 60000 });
+  // The pointer's fraction of the window is kept.
+  eq(m.timeAt(z, 600, 150), T0 + 15 * 60000);
+  eq(m.zoomAround(win, T0, 1e-9).to - m.zoomAround(win, T0, 1e-9).from, m.MIN_SPAN);
+  eq(m.zoomAround(win, T0, 1e9).to - m.zoomAround(win, T0, 1e9).from, m.MAX_SPAN);
+  let threw = false;
+  try { m.zoomAround(win, T0, 0); } catch (e) { threw = /zoom factor/.test(e.message); }
+  ok(threw, "a zero factor is refused");
+  ok(m.wheelFactor(100) > 1 && m.wheelFactor(-100) < 1, "down zooms out, up zooms in");
+  eq(m.wheelFactor(100) * m.wheelFactor(-100), 1);
+});
+
+test("rangeOfDrag selects the dragged times, in either direction, and not on a click", () => {
+  const win = { from: T0, to: T0 + 60 * 60000 };
+  eq(m.rangeOfDrag(win, 600, 300, 100), { from: T0 + 10 * 60000, to: T0 + 30 * 60000 });
+  eq(m.rangeOfDrag(win, 600, -50, 60), { from: T0, to: T0 + 6 * 60000 });
+  eq(m.rangeOfDrag(win, 600, 100, 102), null);
+  // Under MIN_SPAN, widened around its middle.
+  const tiny = m.rangeOfDrag({ from: T0, to: T0 + 60000 }, 600, 0, 10);
+  eq(tiny.to - tiny.from, m.MIN_SPAN);
+});
+
+test("lineageWarnings reads the texts of Warning headers", () => {
+  eq(m.lineageWarnings('299 - "Deployment shop/x is not in eventsd\'s ownership lineage", 299 - "a \\"quoted\\" one, with a comma"'),
+    ["Deployment shop/x is not in eventsd's ownership lineage", 'a "quoted" one, with a comma']);
+  eq(m.lineageWarnings(null), []);
 });
 
 // Run them.
