@@ -117,6 +117,8 @@ type querier struct {
 	events eventsIn
 	// watchEvents opens watches: its requests have no overall timeout.
 	watchEvents eventsIn
+	// lineages lists a family's objects (eventsd's lineages).
+	lineages lineagesIn
 	// timeout bounds how long a watch may take to start (0: forever).
 	timeout time.Duration
 	clock   clock.WithDelayedExecution
