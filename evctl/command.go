@@ -83,7 +83,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 -A, or --server), and uses eventsd's extensions when the server has them:
 
   evctl get --for pod/web-1 --since 10m --type Warning
-  evctl timeline node/node-1         # events where it is the regarding OR the related object
+  evctl timeline deployment/web      # it and all it owns (ReplicaSets, Pods), as a tree, with their events
   evctl watch --controller kubelet   # sorted, resumes after disconnects without duplicates or gaps`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
