@@ -238,12 +238,25 @@ func (t *familyTree) lookup(ref *corev1.ObjectReference, at time.Time) *treeNode
 			cands = c
 		}
 	}
+	// The latest seen by at; else (an event before anything saw the
+	// object) the earliest.
 	var best *treeNode
+	better := func(c *treeNode) bool {
+		cf, bf := c.obj.FirstSeen.Time, best.obj.FirstSeen.Time
+		cIn, bIn := !cf.After(at), !bf.After(at)
+		if cIn != bIn {
+			return cIn
+		}
+		if cIn {
+			return cf.After(bf)
+		}
+		return cf.Before(bf)
+	}
 	for _, c := range cands {
 		if ref.UID != "" && c.obj.Object.UID != "" && c.obj.Object.UID != ref.UID {
 			continue // another object of that name
 		}
-		if best == nil || (!c.obj.FirstSeen.After(at) && c.obj.FirstSeen.After(best.obj.FirstSeen.Time)) {
+		if best == nil || better(c) {
 			best = c
 		}
 	}

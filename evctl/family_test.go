@@ -1,7 +1,9 @@
 package evctl
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -11,11 +13,13 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/internal/syncbuf"
 	"github.com/kubevents/kubevents/lineage"
 	"github.com/kubevents/kubevents/server"
@@ -170,6 +174,11 @@ func TestFamilyTimelineTree(t *testing.T) {
 			}
 			golden(t, c.name, []byte(out))
 		})
+	}
+	out, _, err := fe.run("timeline", "deployment/web", "-o", "json")
+	var l eventsv1.EventList
+	if err != nil || json.Unmarshal([]byte(out), &l) != nil || len(l.Items) != 6 || l.Items[0].Reason != "ScalingReplicaSet" {
+		t.Errorf("timeline -o json: %v, want the family's 6 events, in time order:\n%s", err, out)
 	}
 }
 
@@ -329,4 +338,48 @@ func TestFamilyTimelineArgs(t *testing.T) {
 			t.Errorf("evctl %v: %v, want an error saying %q", c.args, err, c.want)
 		}
 	}
+}
+
+// TestBuildTree: events are placed under the object they are about,
+// by uid, else by name (the incarnation alive then, when a name was
+// reused); under their related object when only that one is in the
+// family; under an object of their own when neither is, so that none is
+// left out; and --with-nodes draws the Nodes the lineage knows only from
+// its Pods.
+func TestBuildTree(t *testing.T) {
+	lin := func(o corev1.ObjectReference, first time.Duration, deleted bool, owners ...corev1.ObjectReference) eventapi.Lineage {
+		l := eventapi.Lineage{Object: o, Owners: owners, FirstSeen: metav1.NewTime(at(first)), Deleted: deleted}
+		if o.Kind == "Pod" {
+			l.Node = "node-1"
+		}
+		return l
+	}
+	old, cur := pod("web-1-x"), pod("web-1-x")
+	old.UID, cur.UID = "old-uid", "cur-uid"
+	objs := []eventapi.Lineage{
+		lin(famRS, 60*time.Minute, false),
+		lin(cur, 20*time.Minute, false, famRS), // the newer first: the order must not matter
+		lin(old, 50*time.Minute, true, famRS),
+	}
+	ev := func(name string, regarding corev1.ObjectReference, related *corev1.ObjectReference, ago time.Duration, reason string) *row {
+		return newRow(&eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
+			Regarding: regarding, Related: related, Reason: reason, Type: "Normal", Note: reason + " " + name,
+			EventTime: metav1.NewMicroTime(at(ago))})
+	}
+	byName := func(o corev1.ObjectReference) corev1.ObjectReference { o.UID = ""; return o }
+	stranger := corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "stranger"}
+	rows := []*row{
+		ev("a", byName(cur), nil, 10*time.Minute, "Started"),   // the current incarnation
+		ev("b", byName(old), nil, 45*time.Minute, "Started"),   // the deleted one, alive then
+		ev("c", old, nil, 40*time.Minute, "Killing"),           // by uid
+		ev("d", stranger, &famRS, 30*time.Minute, "Preempted"), // the family's only as related
+		ev("e", stranger, nil, 5*time.Minute, "Started"),       // not the family's
+		ev("f", corev1.ObjectReference{Kind: "Node", Namespace: "default", Name: "node-1"}, nil, 15*time.Minute, "NodeReady"),
+	}
+	var buf bytes.Buffer
+	p := &printer{out: &buf, now: func() time.Time { return now }}
+	if err := p.family(buildTree(objs, rows, true)); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "family-build", buf.Bytes())
 }
