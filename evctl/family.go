@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -72,14 +73,12 @@ func (q *querier) family(ctx context.Context, s familySpec, fallback string) ([]
 	if q.noExt {
 		return nil, nil, "", &noFamilyError{errors.New("it refused eventsd's field selectors")}
 	}
-	items, rv, err := q.listAll(ctx, q.narrowedTo, sel)
-	if q.narrowedTo == metav1.NamespaceAll && fallback != metav1.NamespaceAll && apierrors.IsForbidden(err) {
-		q.narrowedTo = fallback
-		if q.narrowed != nil {
-			q.narrowed(fallback, err)
-		}
-		items, rv, err = q.listAll(ctx, fallback, sel)
-	}
+	var items []eventsv1.Event
+	var rv string
+	err := q.narrowing(fallback, func(ns string) (err error) {
+		items, rv, err = q.listAll(ctx, ns, sel)
+		return err
+	})
 	if isUnsupportedField(err) {
 		q.noExt = true
 		return nil, nil, "", &noFamilyError{err}

@@ -133,14 +133,8 @@ func (p *printer) timeline(rows []*row) error {
 		return p.list(rows)
 	}
 	w := tabwriter.NewWriter(p.out, 0, 8, 3, ' ', 0)
-	if !p.headerDone {
-		p.headerDone = true
-		cols := "TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tROLE\tOBJECT\tMESSAGE"
-		if p.output == "wide" {
-			cols = "TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tACTION\tROLE\tOBJECT\tRELATED\tSOURCE\tNAMESPACE\tNAME\tMESSAGE"
-		}
-		fmt.Fprintln(w, cols)
-	}
+	p.header(w, "TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tROLE\tOBJECT\tMESSAGE",
+		"TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tACTION\tROLE\tOBJECT\tRELATED\tSOURCE\tNAMESPACE\tNAME\tMESSAGE")
 	for _, r := range rows {
 		ev := r.ev
 		until, count := span(r)
@@ -195,14 +189,8 @@ func (p *printer) familyCells(object string, r *row) []string {
 func (p *printer) familyLines(lines [][]string) error {
 	var buf bytes.Buffer
 	w := tabwriter.NewWriter(&buf, 0, 8, 3, ' ', 0)
-	if !p.headerDone {
-		p.headerDone = true
-		cols := "OBJECT\tTIME\tUNTIL\tCOUNT\tTYPE\tREASON\tMESSAGE"
-		if p.output == "wide" {
-			cols = "OBJECT\tTIME\tUNTIL\tCOUNT\tTYPE\tREASON\tACTION\tRELATED\tSOURCE\tNAMESPACE\tNAME\tMESSAGE"
-		}
-		fmt.Fprintln(w, cols)
-	}
+	p.header(w, "OBJECT\tTIME\tUNTIL\tCOUNT\tTYPE\tREASON\tMESSAGE",
+		"OBJECT\tTIME\tUNTIL\tCOUNT\tTYPE\tREASON\tACTION\tRELATED\tSOURCE\tNAMESPACE\tNAME\tMESSAGE")
 	for _, l := range lines {
 		fmt.Fprintln(w, strings.Join(l, "\t"))
 	}
@@ -244,4 +232,17 @@ func (p *printer) familyStream(rows []*row) error {
 		lines[i] = p.familyCells(objectRef(r.ev.Regarding.Kind, r.ev.Regarding.Name), r)
 	}
 	return p.familyLines(lines)
+}
+
+// header writes a timeline's header to w, of cols (wide with -o wide),
+// unless it was written already (a watch prints in batches).
+func (p *printer) header(w io.Writer, cols, wide string) {
+	if p.headerDone {
+		return
+	}
+	p.headerDone = true
+	if p.output == "wide" {
+		cols = wide
+	}
+	fmt.Fprintln(w, cols)
 }
