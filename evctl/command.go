@@ -296,6 +296,9 @@ func (e *env) timeline(ctx context.Context, args []string, tf *timelineFlags) er
 	q.narrowed = func(ns string, err error) {
 		fmt.Fprintf(e.errOut, "Warning: %v; showing the events in namespace %q only.\n", err, ns)
 	}
+	q.noLineage = func(err error) {
+		fmt.Fprintf(e.errOut, "Warning: %v; the family's events are shown without who owns what.\n", err)
+	}
 	if tf.family {
 		err := e.familyTimeline(ctx, q, spec, ns, w, tf.follow)
 		var nf *noFamilyError
@@ -317,12 +320,12 @@ func (e *env) familyTimeline(ctx context.Context, q *querier, s familySpec, ns s
 	if err != nil {
 		return err
 	}
-	t := buildTree(objs, rows, s.withNodes)
+	t := buildTree(withRoot(objs, s), rows, s.withNodes)
 	if w.set() {
 		t.prune(w)
 	}
 	p := e.printer(false)
-	if len(objs) == 0 && len(t.rows()) == 0 && !follow && (e.output == "" || e.output == "wide") {
+	if len(t.rows()) == 0 && !follow && (e.output == "" || e.output == "wide") {
 		fmt.Fprintf(e.errOut, "No events found for %s.\n", s)
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubevents/kubevents/eventapi"
 )
@@ -95,10 +98,36 @@ func (q *querier) family(ctx context.Context, s familySpec, fallback string) ([]
 	if apierrors.IsNotFound(err) || isUnsupportedField(err) {
 		return nil, nil, "", &noFamilyError{err}
 	}
+	rows := keep(items, func(*row) bool { return true })
+	if apierrors.IsForbidden(err) {
+		// Who may read the events but not the lineage still gets them,
+		// each under its own object.
+		if q.noLineage != nil {
+			q.noLineage(err)
+		}
+		return nil, rows, rv, nil
+	}
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("listing the objects of %s's family: %w", s, err)
 	}
-	return objs.Items, keep(items, func(*row) bool { return true }), rv, nil
+	return objs.Items, rows, rv, nil
+}
+
+// withRoot returns objs with the object s names first when the lineage
+// does not know it (or may not be read), so that the tree starts with
+// it: the events where it is only the related object go under it.
+func withRoot(objs []eventapi.Lineage, s familySpec) []eventapi.Lineage {
+	root := corev1.ObjectReference{UID: types.UID(s.uid)}
+	if t := s.target; t != nil {
+		root = corev1.ObjectReference{Kind: t.kind, APIVersion: t.apiVersion, Namespace: t.namespace, Name: t.name, UID: types.UID(s.uid)}
+	}
+	for _, o := range objs {
+		if (root.UID != "" && o.Object.UID == root.UID) ||
+			(root.Name != "" && o.Object.Kind == root.Kind && o.Object.Name == root.Name && o.Object.Namespace == root.Namespace) {
+			return objs
+		}
+	}
+	return append([]eventapi.Lineage{{Object: root}}, objs...)
 }
 
 // window is --since and --until: the events shown are those that
@@ -197,6 +226,8 @@ func buildTree(objs []eventapi.Lineage, rows []*row, withNodes bool) *familyTree
 			}
 		}
 	}
+	rows = slices.Clone(rows)
+	sortByFirst(rows) // objects of their own come in the order of their first events
 	for _, r := range rows {
 		ev := r.ev
 		reg := corev1.ObjectReference{Kind: ev.Regarding.Kind, Namespace: ev.Regarding.Namespace, Name: ev.Regarding.Name, UID: ev.Regarding.UID}
@@ -335,7 +366,7 @@ func (t *familyTree) rows() []*row {
 func objectLine(o *eventapi.Lineage) string {
 	s := objectRef(o.Object.Kind, o.Object.Name)
 	if o.Object.Name == "" && o.Object.UID != "" {
-		s = o.Object.Kind + " uid " + string(o.Object.UID)
+		s = strings.TrimSpace(o.Object.Kind + " uid " + string(o.Object.UID))
 	}
 	if o.Deleted {
 		s += " (deleted)"

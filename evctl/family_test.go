@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -382,4 +386,36 @@ func TestBuildTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "family-build", buf.Bytes())
+}
+
+// TestFamilyTimelineNoLineages: a server that takes family selectors but
+// serves no lineages (404: an eventsd of before them, here eventsd behind
+// a proxy that hides them) gets the object's own timeline, with a note.
+func TestFamilyTimelineNoLineages(t *testing.T) {
+	fe := newFamilyEnv(t, true)
+	fe.writeFamily()
+	target, err := url.Parse(fe.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/lineages") {
+			http.NotFound(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	fe.url = hs.URL
+	out, errOut, err := fe.run("timeline", "deployment/web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(errOut, "Note: the server does not answer family queries (") || !strings.HasSuffix(errOut, "; showing Deployment/web alone.\n") {
+		t.Errorf("stderr %q, want a note saying why the timeline is the object's alone", errOut)
+	}
+	if !strings.HasPrefix(out, "TIME ") || strings.Count(out, "\n") != 2 || !strings.Contains(out, "ScalingReplicaSet") {
+		t.Errorf("the fallback timeline:\n%s", out)
+	}
 }

@@ -131,6 +131,9 @@ type querier struct {
 	// narrowed, if set, is told when a timeline is narrowed to ns after
 	// the server refused the list of every namespace with err.
 	narrowed func(ns string, err error)
+	// noLineage, if set, is told when a family's objects may not be
+	// read (403): its events are shown without their ownership.
+	noLineage func(err error)
 }
 
 // extensions reports whether queries should use eventsd's extensions:
