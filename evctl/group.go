@@ -116,7 +116,11 @@ func kubeventsLineages(cfg *rest.Config) (lineagesIn, error) {
 		return nil, err
 	}
 	return func(ctx context.Context, ns, selector string) (*eventapi.LineageList, error) {
-		raw, err := rc.Get().Namespace(ns).Resource(eventapi.LineageResource).Param("fieldSelector", selector).Do(ctx).Raw()
+		res := rc.Get().Namespace(ns).Resource(eventapi.LineageResource).Param("fieldSelector", selector).Do(ctx)
+		if err := res.Error(); err != nil {
+			return nil, err // Error, unlike Raw, reads the server's Status
+		}
+		raw, err := res.Raw()
 		if err != nil {
 			return nil, err
 		}
