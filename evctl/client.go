@@ -3,10 +3,12 @@ package evctl
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -27,6 +29,9 @@ type connFlags struct {
 	// timeout is --request-timeout as given: kubectl's syntax (a duration
 	// with its unit, or whole seconds), parsed by clientcmd.
 	timeout string
+	// warnings, if set, receives the server's Warning headers as kubectl
+	// prints them ("Warning: ..."), each once.
+	warnings io.Writer
 }
 
 func (c *connFlags) add(f *pflag.FlagSet) {
@@ -55,6 +60,9 @@ type clients struct {
 	// events and watchEvents read the events of --api-group, with cs's
 	// and watch's configurations.
 	events, watchEvents eventsIn
+	// lineages lists eventsd's lineages (events.kubevents.io/v1), with
+	// cs's configuration.
+	lineages lineagesIn
 	// group is the API group events are read from.
 	group string
 	// timeout is --request-timeout, parsed; 0 means none.
@@ -94,6 +102,9 @@ func (c *connFlags) client() (*clients, error) {
 	}
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.UserAgent = "evctl"
+	if c.warnings != nil {
+		cfg.WarningHandler = rest.NewWarningWriter(c.warnings, rest.WarningWriterOptions{Deduplicate: true})
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -108,7 +119,12 @@ func (c *connFlags) client() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &clients{cs: cs, watch: wcs, events: upstreamEvents(cs), watchEvents: upstreamEvents(wcs), group: group, timeout: cfg.Timeout, ns: ns}
+	lineages, err := kubeventsLineages(cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := &clients{cs: cs, watch: wcs, events: upstreamEvents(cs), watchEvents: upstreamEvents(wcs), lineages: lineages,
+		group: group, timeout: cfg.Timeout, ns: ns}
 	if group == groupKubevents {
 		if out.events, err = kubeventsEvents(cfg); err != nil {
 			return nil, err

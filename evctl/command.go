@@ -2,6 +2,7 @@ package evctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -74,6 +75,7 @@ type env struct {
 // NewCommand returns the evctl command writing to out and errOut.
 func NewCommand(out, errOut io.Writer) *cobra.Command {
 	e := &env{out: out, errOut: errOut, now: time.Now}
+	e.conn.warnings = errOut
 	root := &cobra.Command{
 		Use:   "evctl",
 		Short: "Answers the questions about Kubernetes events that kubectl can't",
@@ -81,7 +83,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 -A, or --server), and uses eventsd's extensions when the server has them:
 
   evctl get --for pod/web-1 --since 10m --type Warning
-  evctl timeline node/node-1         # events where it is the regarding OR the related object
+  evctl timeline deployment/web      # it and all it owns (ReplicaSets, Pods), as a tree, with their events
   evctl watch --controller kubelet   # sorted, resumes after disconnects without duplicates or gaps`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -121,7 +123,7 @@ func (e *env) setup(ff *filterFlags) (q *querier, f filter, listNS, ns string, e
 	if e.conn.allNamespaces || (f.target != nil && !f.target.namespaced) {
 		listNS = metav1.NamespaceAll
 	}
-	return &querier{cs: c.cs, events: c.events, watchEvents: c.watchEvents, timeout: c.timeout, clock: clock.RealClock{}}, f, listNS, ns, nil
+	return &querier{cs: c.cs, events: c.events, watchEvents: c.watchEvents, lineages: c.lineages, timeout: c.timeout, clock: clock.RealClock{}}, f, listNS, ns, nil
 }
 
 // runE wraps a command's RunE so that a request that ran out of
@@ -207,59 +209,198 @@ func (e *env) watchCommand() *cobra.Command {
 	return cmd
 }
 
+// timelineFlags are timeline's own flags.
+type timelineFlags struct {
+	follow, family, withNodes bool
+	uid, since, until         string
+}
+
 func (e *env) timelineCommand() *cobra.Command {
-	var follow bool
+	tf := &timelineFlags{}
 	cmd := &cobra.Command{
-		Use:   "timeline KIND/NAME",
-		Short: "Everything that happened to an object, as regarding or related object, in time order",
-		Args:  cobra.ExactArgs(1),
+		Use:   "timeline (KIND/NAME | --uid UID)",
+		Short: "Everything that happened to an object and to all it owns, as a tree of objects with their events in time order",
+		Long: `timeline shows everything that happened to an object and to everything it
+owns, transitively, deleted objects included (its family: a Deployment,
+its ReplicaSets, their Pods; with --with-nodes the Nodes those Pods ran
+on), as a tree of the objects, each marked (deleted) once deleted, with
+its events under it in time order. An event where the object is the
+related object rather than the regarding one is shown too, with the
+object it is about.
+
+The family comes from eventsd's lineage (the family.* field selectors
+and the lineages resource). --family=false shows the object alone, as one
+list in time order (the timeline of earlier evctl versions), as does a
+server that answers no family queries (a kube-apiserver, eventsd with
+--extensions=false), with a note on stderr saying so.
+
+The timeline reads every namespace (an object's events may be in any); a
+user who may not list events across namespaces gets those of the
+namespace of the context or -n, with a warning on stderr.`,
+		Example: `  evctl timeline deployment/web -n shop                 # the Deployment, its ReplicaSets and Pods
+  evctl timeline deployment/web --with-nodes --since 1h  # and the Nodes its Pods ran on, the last hour
+  evctl timeline --uid 6f1c2e0a-0d4e-4b7e-9a57-2d0c3e1f4a10
+  evctl timeline pod/web-1 --family=false                # the Pod's own events, one list
+  evctl timeline deployment/web -w                       # then every new event as it happens`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: e.runE(func(cmd *cobra.Command, args []string) error {
-			q, _, _, ns, err := e.setup(&filterFlags{})
-			if err != nil {
-				return err
-			}
-			t, err := resolveTarget(q.cs, args[0], ns)
-			if err != nil {
-				return err
-			}
-			q.narrowed = func(ns string, err error) {
-				fmt.Fprintf(e.errOut, "Warning: %v; showing the events in namespace %q only.\n", err, ns)
-			}
-			rows, rv, err := q.timeline(cmd.Context(), t, ns)
-			if err != nil {
-				return err
-			}
-			sortByFirst(rows)
-			p := e.printer(false)
-			if len(rows) == 0 && !follow && (e.output == "" || e.output == "wide") {
-				fmt.Fprintf(e.errOut, "No events found for %s.\n", t)
-				return nil
-			}
-			if !follow {
-				return p.timeline(rows)
-			}
-			fw := &follower{q: q, ns: q.narrowedTo, log: klog.Background(),
-				selector: func() string {
-					if q.extensions() {
-						return involvesSelector(t)
-					}
-					return "" // no upstream selector reaches the related object
-				},
-				match: func(ev *eventsv1.Event) (*row, bool) {
-					role := involvement(ev, t)
-					r := newRow(ev)
-					r.role = role
-					return r, role != ""
-				},
-				relist: func(ctx context.Context) ([]*row, string, error) { return q.timeline(ctx, t, ns) },
-				print:  func(rows []*row) error { return p.stream(rows, true) },
-			}
-			if err := fw.print(fw.fresh(rows)); err != nil {
-				return err
-			}
-			return fw.run(cmd.Context(), rv)
+			return e.timeline(cmd.Context(), args, tf)
 		}),
 	}
-	cmd.Flags().BoolVarP(&follow, "watch", "w", false, "Keep the timeline live: print every new or changed event as it happens.")
+	fl := cmd.Flags()
+	fl.BoolVarP(&tf.follow, "watch", "w", false, "Keep the timeline live: print every new or changed event as it happens, with its object (objects joining the family included).")
+	fl.BoolVar(&tf.family, "family", true, "Show the object's family: the object and everything it owns, as a tree. --family=false shows the object alone.")
+	fl.BoolVar(&tf.withNodes, "with-nodes", false, "Add the Nodes the family's Pods ran on, with their events.")
+	fl.StringVar(&tf.uid, "uid", "", "Name the object by its uid instead of KIND/NAME (a deleted object's, for one).")
+	fl.StringVar(&tf.since, "since", "", "Only events that happened after this: a duration back from now (e.g. 30m, 2h) or an RFC3339 time.")
+	fl.StringVar(&tf.until, "until", "", "Only events that happened before this: a duration back from now (e.g. 10m) or an RFC3339 time.")
 	return cmd
+}
+
+// timeline runs evctl timeline.
+func (e *env) timeline(ctx context.Context, args []string, tf *timelineFlags) error {
+	switch {
+	case len(args) == 0 && tf.uid == "":
+		return fmt.Errorf("name the object: KIND/NAME (for example deployment/web) or --uid UID")
+	case len(args) == 1 && tf.uid != "":
+		return fmt.Errorf("name the object once: KIND/NAME or --uid, not both")
+	case !tf.family && tf.uid != "":
+		return fmt.Errorf("--uid needs the family timeline (--family=false names the object as KIND/NAME)")
+	case !tf.family && tf.withNodes:
+		return fmt.Errorf("--with-nodes adds to the family timeline: it cannot go with --family=false")
+	}
+	now := e.now()
+	var w window
+	var err error
+	if w.since, err = parseWhen("since", tf.since, now); err != nil {
+		return err
+	}
+	if w.until, err = parseWhen("until", tf.until, now); err != nil {
+		return err
+	}
+	if w.set() && !w.since.IsZero() && !w.until.IsZero() && w.until.Before(w.since) {
+		return fmt.Errorf("--until (%s) is before --since (%s)", w.until.UTC().Format(timeFormat), w.since.UTC().Format(timeFormat))
+	}
+	q, _, _, ns, err := e.setup(&filterFlags{})
+	if err != nil {
+		return err
+	}
+	spec := familySpec{uid: tf.uid, withNodes: tf.withNodes}
+	if len(args) == 1 {
+		t, err := resolveTarget(q.cs, args[0], ns)
+		if err != nil {
+			return err
+		}
+		spec.target = &t
+	}
+	q.narrowed = func(ns string, err error) {
+		fmt.Fprintf(e.errOut, "Warning: %v; showing the events in namespace %q only.\n", err, ns)
+	}
+	q.noLineage = func(err error) {
+		fmt.Fprintf(e.errOut, "Warning: %v; the family's events are shown without who owns what.\n", err)
+	}
+	if tf.family {
+		err := e.familyTimeline(ctx, q, spec, ns, w, tf.follow)
+		var nf *noFamilyError
+		if !errors.As(err, &nf) {
+			return err
+		}
+		if spec.target == nil {
+			return fmt.Errorf("%w: --uid needs them; name the object as KIND/NAME", err)
+		}
+		fmt.Fprintf(e.errOut, "Note: %v; showing %s alone.\n", err, spec.target)
+	}
+	return e.objectTimeline(ctx, q, *spec.target, ns, w, tf.follow)
+}
+
+// familyTimeline prints the timeline of s's family; a *noFamilyError when
+// the server answers no family query, before anything is printed.
+func (e *env) familyTimeline(ctx context.Context, q *querier, s familySpec, ns string, w window, follow bool) error {
+	objs, rows, rv, err := q.family(ctx, s, ns)
+	if err != nil {
+		return err
+	}
+	t := buildTree(withRoot(objs, s), rows, s.withNodes)
+	if w.set() {
+		t.prune(w)
+	}
+	p := e.printer(false)
+	if len(t.rows()) == 0 && !follow && (e.output == "" || e.output == "wide") {
+		fmt.Fprintf(e.errOut, "No events found for %s.\n", s)
+		return nil
+	}
+	if err := p.family(t); err != nil {
+		return err
+	}
+	if !follow {
+		return nil
+	}
+	sel := s.selector()
+	fw := &follower{q: q, ns: q.narrowedTo, log: klog.Background(),
+		selector: func() string { return sel },
+		match: func(ev *eventsv1.Event) (*row, bool) {
+			r := newRow(ev)
+			return r, w.contains(r)
+		},
+		relist: func(ctx context.Context) ([]*row, string, error) {
+			_, rows, rv, err := q.family(ctx, s, ns)
+			return keepRows(rows, w.contains), rv, err
+		},
+		print: p.familyStream,
+	}
+	fw.fresh(t.rows()) // printed in the tree
+	return fw.run(ctx, rv)
+}
+
+// objectTimeline prints the timeline of t alone: the events where it is
+// the regarding or the related object, in time order.
+func (e *env) objectTimeline(ctx context.Context, q *querier, t target, ns string, w window, follow bool) error {
+	rows, rv, err := q.timeline(ctx, t, ns)
+	if err != nil {
+		return err
+	}
+	rows = keepRows(rows, w.contains)
+	sortByFirst(rows)
+	p := e.printer(false)
+	if len(rows) == 0 && !follow && (e.output == "" || e.output == "wide") {
+		fmt.Fprintf(e.errOut, "No events found for %s.\n", t)
+		return nil
+	}
+	if !follow {
+		return p.timeline(rows)
+	}
+	fw := &follower{q: q, ns: q.narrowedTo, log: klog.Background(),
+		selector: func() string {
+			if q.extensions() {
+				return involvesSelector(t)
+			}
+			return "" // no upstream selector reaches the related object
+		},
+		match: func(ev *eventsv1.Event) (*row, bool) {
+			role := involvement(ev, t)
+			r := newRow(ev)
+			r.role = role
+			return r, role != "" && w.contains(r)
+		},
+		relist: func(ctx context.Context) ([]*row, string, error) {
+			rows, rv, err := q.timeline(ctx, t, ns)
+			return keepRows(rows, w.contains), rv, err
+		},
+		print: func(rows []*row) error { return p.stream(rows, true) },
+	}
+	if err := fw.print(fw.fresh(rows)); err != nil {
+		return err
+	}
+	return fw.run(ctx, rv)
+}
+
+// keepRows returns the rows ok keeps.
+func keepRows(rows []*row, ok func(*row) bool) []*row {
+	var out []*row
+	for _, r := range rows {
+		if ok(r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package evctl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -76,9 +77,19 @@ func pickGroup(flag string, disc discovery.DiscoveryInterface) (string, error) {
 // typed client cannot: it encodes list options with its own scheme,
 // which does not know the group.
 func kubeventsEvents(cfg *rest.Config) (eventsIn, error) {
+	rc, pc, err := kubeventsREST(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ns string) eventsClient { return &kubeventsClient{rc: rc, pc: pc, ns: ns} }, nil
+}
+
+// kubeventsREST returns a REST client of events.kubevents.io/v1 with cfg,
+// and the codec of its list options.
+func kubeventsREST(cfg *rest.Config) (rest.Interface, runtime.ParameterCodec, error) {
 	s := runtime.NewScheme()
 	if err := eventapi.AddKubeventsToScheme(s); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := rest.CopyConfig(cfg)
 	gv := eventapi.KubeventsGroupVersion
@@ -87,10 +98,38 @@ func kubeventsEvents(cfg *rest.Config) (eventsIn, error) {
 	c.NegotiatedSerializer = serializer.NewCodecFactory(s).WithoutConversion()
 	rc, err := rest.RESTClientFor(c)
 	if err != nil {
-		return nil, fmt.Errorf("a client of %s: %w", gv, err)
+		return nil, nil, fmt.Errorf("a client of %s: %w", gv, err)
 	}
-	pc := runtime.NewParameterCodec(s)
-	return func(ns string) eventsClient { return &kubeventsClient{rc: rc, pc: pc, ns: ns} }, nil
+	return rc, runtime.NewParameterCodec(s), nil
+}
+
+// lineagesIn lists the lineages (eventsd's events.kubevents.io/v1
+// lineages: a family's objects) in namespace ns ("" for all) that the
+// family field selector selects.
+type lineagesIn func(ctx context.Context, ns, selector string) (*eventapi.LineageList, error)
+
+// kubeventsLineages lists eventsd's lineages with cfg. Any server may be
+// asked: one without them answers 404.
+func kubeventsLineages(cfg *rest.Config) (lineagesIn, error) {
+	rc, _, err := kubeventsREST(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, ns, selector string) (*eventapi.LineageList, error) {
+		res := rc.Get().Namespace(ns).Resource(eventapi.LineageResource).Param("fieldSelector", selector).Do(ctx)
+		if err := res.Error(); err != nil {
+			return nil, err // Error, unlike Raw, reads the server's Status
+		}
+		raw, err := res.Raw()
+		if err != nil {
+			return nil, err
+		}
+		out := &eventapi.LineageList{}
+		if err := json.Unmarshal(raw, out); err != nil {
+			return nil, fmt.Errorf("reading the %s of %s: %w", eventapi.LineageResource, selector, err)
+		}
+		return out, nil
+	}, nil
 }
 
 // kubeventsClient is eventsClient over events.kubevents.io/v1.

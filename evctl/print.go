@@ -1,6 +1,7 @@
 package evctl
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -132,24 +133,11 @@ func (p *printer) timeline(rows []*row) error {
 		return p.list(rows)
 	}
 	w := tabwriter.NewWriter(p.out, 0, 8, 3, ' ', 0)
-	if !p.headerDone {
-		p.headerDone = true
-		cols := "TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tROLE\tOBJECT\tMESSAGE"
-		if p.output == "wide" {
-			cols = "TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tACTION\tROLE\tOBJECT\tRELATED\tSOURCE\tNAMESPACE\tNAME\tMESSAGE"
-		}
-		fmt.Fprintln(w, cols)
-	}
+	p.header(w, "TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tROLE\tOBJECT\tMESSAGE",
+		"TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tACTION\tROLE\tOBJECT\tRELATED\tSOURCE\tNAMESPACE\tNAME\tMESSAGE")
 	for _, r := range rows {
 		ev := r.ev
-		until, count := "", "1"
-		if r.count > 1 {
-			until = r.last.UTC().Format(timeFormat)
-			count = fmt.Sprintf("x%d", r.count)
-			if r.state != "" {
-				count += " " + r.state
-			}
-		}
+		until, count := span(r)
 		cells := []string{r.first.UTC().Format(timeFormat), until, count, ev.Type, ev.Reason, r.role,
 			objectRef(ev.Regarding.Kind, ev.Regarding.Name), trimmed(ev.Note)}
 		if p.output == "wide" {
@@ -159,4 +147,102 @@ func (p *printer) timeline(rows []*row) error {
 		fmt.Fprintln(w, strings.Join(cells, "\t"))
 	}
 	return w.Flush()
+}
+
+// span is a timeline's UNTIL and COUNT cells of r: a series' last time,
+// count and state.
+func span(r *row) (until, count string) {
+	until, count = "", "1"
+	if r.count > 1 {
+		until = r.last.UTC().Format(timeFormat)
+		count = fmt.Sprintf("x%d", r.count)
+		if r.state != "" {
+			count += " " + r.state
+		}
+	}
+	return until, count
+}
+
+// familyCells are the cells of a family timeline's line: the OBJECT
+// cell given, then the event's (none for an object without events).
+func (p *printer) familyCells(object string, r *row) []string {
+	wide := p.output == "wide"
+	if r == nil {
+		n := 6
+		if wide {
+			n = 11
+		}
+		return append([]string{object}, make([]string, n)...)
+	}
+	ev := r.ev
+	until, count := span(r)
+	if wide {
+		return []string{object, r.first.UTC().Format(timeFormat), until, count, ev.Type, ev.Reason, ev.Action,
+			related(ev), source(ev), ev.Namespace, ev.Name, trimmed(ev.Note)}
+	}
+	return []string{object, r.first.UTC().Format(timeFormat), until, count, ev.Type, ev.Reason, trimmed(ev.Note)}
+}
+
+// familyLines prints a family timeline's lines, after the header unless
+// it was printed already, without the padding tabwriter leaves at the
+// end of a line.
+func (p *printer) familyLines(lines [][]string) error {
+	var buf bytes.Buffer
+	w := tabwriter.NewWriter(&buf, 0, 8, 3, ' ', 0)
+	p.header(w, "OBJECT\tTIME\tUNTIL\tCOUNT\tTYPE\tREASON\tMESSAGE",
+		"OBJECT\tTIME\tUNTIL\tCOUNT\tTYPE\tREASON\tACTION\tRELATED\tSOURCE\tNAMESPACE\tNAME\tMESSAGE")
+	for _, l := range lines {
+		fmt.Fprintln(w, strings.Join(l, "\t"))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	var out strings.Builder
+	for line := range strings.Lines(buf.String()) {
+		out.WriteString(strings.TrimRight(line, " \n") + "\n")
+	}
+	_, err := io.WriteString(p.out, out.String())
+	return err
+}
+
+// family prints a family's timeline: its objects as a tree, each with its
+// events in time order; as JSON or YAML, the events, in time order.
+func (p *printer) family(t *familyTree) error {
+	switch p.output {
+	case "json", "yaml":
+		return p.list(t.rows())
+	}
+	cells, rows, _ := t.lines()
+	lines := make([][]string, len(cells))
+	for i := range cells {
+		lines[i] = p.familyCells(cells[i], rows[i])
+	}
+	return p.familyLines(lines)
+}
+
+// familyStream prints the events a family's watch delivers, each with its
+// object.
+func (p *printer) familyStream(rows []*row) error {
+	switch p.output {
+	case "json", "yaml":
+		return p.stream(rows, true)
+	}
+	lines := make([][]string, len(rows))
+	for i, r := range rows {
+		lines[i] = p.familyCells(objectRef(r.ev.Regarding.Kind, r.ev.Regarding.Name), r)
+	}
+	return p.familyLines(lines)
+}
+
+// header writes a timeline's header to w, of cols (wide with -o wide),
+// unless it was written already (a watch prints in batches).
+func (p *printer) header(w io.Writer, cols, wide string) {
+	if p.headerDone {
+		return
+	}
+	p.headerDone = true
+	if p.output == "wide" {
+		cols = wide
+	}
+	fmt.Fprintln(w, cols)
 }

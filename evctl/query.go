@@ -117,6 +117,8 @@ type querier struct {
 	events eventsIn
 	// watchEvents opens watches: its requests have no overall timeout.
 	watchEvents eventsIn
+	// lineages lists a family's objects (eventsd's lineages).
+	lineages lineagesIn
 	// timeout bounds how long a watch may take to start (0: forever).
 	timeout time.Duration
 	clock   clock.WithDelayedExecution
@@ -129,6 +131,9 @@ type querier struct {
 	// narrowed, if set, is told when a timeline is narrowed to ns after
 	// the server refused the list of every namespace with err.
 	narrowed func(ns string, err error)
+	// noLineage, if set, is told when a family's objects may not be
+	// read (403): its events are shown without their ownership.
+	noLineage func(err error)
 }
 
 // extensions reports whether queries should use eventsd's extensions:
@@ -257,16 +262,27 @@ func involvesSelector(t target) string {
 // across namespaces (the server answers 403) gets them from fallback, the
 // namespace of the context or -n, as the web page does: q.narrowedTo says
 // so from then on, for the watch and later lists.
-func (q *querier) timeline(ctx context.Context, t target, fallback string) ([]*row, string, error) {
-	rows, rv, err := q.timelineIn(ctx, q.narrowedTo, t)
+func (q *querier) timeline(ctx context.Context, t target, fallback string) (rows []*row, rv string, err error) {
+	err = q.narrowing(fallback, func(ns string) (err error) {
+		rows, rv, err = q.timelineIn(ctx, ns, t)
+		return err
+	})
+	return rows, rv, err
+}
+
+// narrowing runs list in q.narrowedTo ("" at first: every namespace)
+// and, when the server refuses every namespace (403), narrows the
+// timeline to fallback, says so, and runs list there.
+func (q *querier) narrowing(fallback string, list func(ns string) error) error {
+	err := list(q.narrowedTo)
 	if q.narrowedTo == metav1.NamespaceAll && fallback != metav1.NamespaceAll && apierrors.IsForbidden(err) {
 		q.narrowedTo = fallback
 		if q.narrowed != nil {
 			q.narrowed(fallback, err)
 		}
-		rows, rv, err = q.timelineIn(ctx, fallback, t)
+		err = list(fallback)
 	}
-	return rows, rv, err
+	return err
 }
 
 // timelineIn returns the events in ns ("" for all) that concern t. eventsd

@@ -164,9 +164,9 @@ func TestEvctl(t *testing.T) {
 			t.Errorf("ext=%v get -o json: %v, %d items", ext, err, len(l.Items))
 		}
 
-		// The node's timeline: its own event, then the pod's scheduling
-		// where it is the related object, in time order.
-		out, _ = evctlRun(t, url, "timeline", "node/node-1")
+		// The node's timeline, alone: its own event, then the pod's
+		// scheduling where it is the related object, in time order.
+		out, _ = evctlRun(t, url, "timeline", "node/node-1", "--family=false")
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
 			f := strings.Fields(line)
 			timelines[i] = append(timelines[i], strings.Join(f[2:], " "))
@@ -322,7 +322,7 @@ func TestEvctlTimelineWatch(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			cmd := evctl.NewCommand(out, out)
-			cmd.SetArgs([]string{"--server", p.URL, "timeline", "node/node-1", "--watch"})
+			cmd.SetArgs([]string{"--server", p.URL, "timeline", "node/node-1", "--family=false", "--watch"})
 			done <- cmd.ExecuteContext(wctx)
 		}()
 		deadline := time.Now().Add(20 * time.Second)
@@ -441,15 +441,18 @@ func TestEvctlTimelineOwnNamespace(t *testing.T) {
 		}
 		notice := `Warning: events.events.k8s.io is forbidden: User "bob" cannot list resource "events" in API group "events.k8s.io" at the cluster scope`
 		for _, c := range []struct {
-			arg  string
+			args []string
 			want []string // the rows' messages, in order
 		}{
-			{"pod/web", []string{"web-scheduled", "web-pulled"}},
-			{"node/node-1", []string{"web-scheduled"}}, // node-ready (default) and web-staging are not bob's to read
+			// The family (or, without the extensions, the object alone),
+			// without the lineage, which bob may not read.
+			{[]string{"pod/web"}, []string{"web-scheduled", "web-pulled"}},
+			// node-ready (default) and web-staging are not bob's to read.
+			{[]string{"node/node-1", "--family=false"}, []string{"web-scheduled"}},
 		} {
-			out, errOut, err := run("-n", "prod", "timeline", c.arg)
+			out, errOut, err := run(append([]string{"-n", "prod", "timeline"}, c.args...)...)
 			if err != nil {
-				t.Errorf("ext=%v bob: evctl -n prod timeline %s: %v\n%s", ext, c.arg, err, errOut)
+				t.Errorf("ext=%v bob: evctl -n prod timeline %s: %v\n%s", ext, c.args, err, errOut)
 				continue
 			}
 			var got []string
@@ -458,10 +461,15 @@ func TestEvctlTimelineOwnNamespace(t *testing.T) {
 				got = append(got, f[len(f)-1])
 			}
 			if strings.Join(got, " ") != strings.Join(c.want, " ") {
-				t.Errorf("ext=%v bob: evctl -n prod timeline %s: rows %q, want %q:\n%s", ext, c.arg, got, c.want, out)
+				t.Errorf("ext=%v bob: evctl -n prod timeline %s: rows %q, want %q:\n%s", ext, c.args, got, c.want, out)
 			}
 			if !strings.Contains(errOut, notice) || !strings.Contains(errOut, `showing the events in namespace "prod" only`) {
-				t.Errorf("ext=%v bob: evctl -n prod timeline %s: stderr %q, want the narrowing said", ext, c.arg, errOut)
+				t.Errorf("ext=%v bob: evctl -n prod timeline %s: stderr %q, want the narrowing said", ext, c.args, errOut)
+			}
+			if family := len(c.args) == 1; family && ext && !strings.Contains(errOut, `cannot list resource "lineages"`) {
+				t.Errorf("ext=%v bob: evctl -n prod timeline %s: stderr %q, want the lineage's refusal said", ext, c.args, errOut)
+			} else if family && !ext && !strings.Contains(errOut, "Note: the server does not answer family queries") {
+				t.Errorf("ext=%v bob: evctl -n prod timeline %s: stderr %q, want the fallback said", ext, c.args, errOut)
 			}
 		}
 		// Where bob may read nothing, the namespace's refusal.
