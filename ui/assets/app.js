@@ -588,7 +588,7 @@ function drawItems(track, lane, li, width) {
       g.append(svg("rect", { x, y: y + 4, width: w, height: TRACK_HEIGHT - 8, rx: 3 }));
       // Placed once drawn (placeBarLabels), when its length is known.
       const text = svg("text", { y: cy + 4, class: "bar-label", x: x + w + 4, "data-bar-x": x, "data-bar-w": w });
-      text.textContent = `×${it.count} ${it.state}`;
+      text.textContent = it.state ? `×${it.count} ${it.state}` : `×${it.count}`;
       g.append(text);
     } else {
       const r = it.kind === "agg" ? 7 : 5;

@@ -9,7 +9,8 @@
 export const SERIES_STATE_ANNOTATION = "events.kubevents.io/series-state";
 
 // SERIES_STATES are the annotation's values; a series without it (another
-// recorder's, such as client-go's) has state "unknown" on the page.
+// recorder's, such as client-go's) has state "unknown" on the page, and a
+// legacy count (core/v1, no series) none.
 export const SERIES_STATES = ["ongoing", "finished", "unknown"];
 
 const MINUTE = 60 * 1000;
@@ -127,8 +128,9 @@ export function rowOf(ev) {
     state = SERIES_STATES.includes(annotations[SERIES_STATE_ANNOTATION]) ? annotations[SERIES_STATE_ANNOTATION] : "unknown";
   }
   if (last < first) last = first;
+  // A legacy count (core/v1's count, no series) has no state: it is not
+  // a series any recorder keeps going, only how often it happened.
   const series = !!ev.series || count > 1;
-  if (series && !state) state = "unknown";
   return {
     ev,
     uid: (ev.metadata && ev.metadata.uid) || "",
@@ -488,7 +490,7 @@ export function describe(item) {
     return `${item.rows.length} events (${item.count} occurrences) from ${when(item.first)} to ${when(item.last)}`;
   }
   if (item.kind === "bar") {
-    return `${r.type} ${r.reason}: ×${r.count} ${r.state} from ${when(r.first)} to ${when(r.last)}`;
+    return `${r.type} ${r.reason}: ×${r.count}${r.state ? " " + r.state : ""} from ${when(r.first)} to ${when(r.last)}`;
   }
   return `${r.type} ${r.reason} at ${when(r.first)}`;
 }

@@ -86,7 +86,7 @@ test("rowOf reads new-style singletons and series with their state", () => {
 
 test("rowOf reads legacy events: deprecated timestamps and count", () => {
   const r = m.rowOf(ev({ eventTime: null, dft: at(0), dlt: at(5), dc: 7 }));
-  eq([r.first, r.last, r.count, r.series, r.state], [T0, T0 + 5 * 60000, 7, true, "unknown"]);
+  eq([r.first, r.last, r.count, r.series, r.state], [T0, T0 + 5 * 60000, 7, true, ""]);
   const once = m.rowOf(ev({ eventTime: null, dft: at(2), dlt: at(2), dc: 1 }));
   eq([once.first, once.count, once.series], [T0 + 2 * 60000, 1, false]);
   const created = ev({ eventTime: null });
