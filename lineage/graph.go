@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -440,7 +441,7 @@ func (g *Graph) Flush(ctx context.Context) error {
 	taken := g.dirty
 	g.dirty = map[ID]bool{}
 	g.mu.Unlock()
-	slices.SortFunc(writes, func(a, b storage.RecordWrite) int { return compareStrings(a.Key, b.Key) })
+	slices.SortFunc(writes, func(a, b storage.RecordWrite) int { return strings.Compare(a.Key, b.Key) })
 	for len(writes) > 0 {
 		n := min(len(writes), flushChunk)
 		if err := g.opts.Store.SaveRecords(ctx, g.opts.Space, writes[:n]); err != nil {
@@ -457,16 +458,6 @@ func (g *Graph) Flush(ctx context.Context) error {
 		writes = writes[n:]
 	}
 	return nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Collect drops the deleted objects that no kept event needs: deleted for

@@ -65,9 +65,10 @@ func inFamily(ev *corev1.Event) bool {
 		(o.Kind == "ReplicaSet" || o.Kind == "Pod") && strings.HasPrefix(o.Name, "web-")
 }
 
-func sourceEvents(t *testing.T, cs kubernetes.Interface) map[types.UID]corev1.Event {
+// eventsOf lists the events of ns that fieldSelector selects, by uid.
+func eventsOf(t *testing.T, cs kubernetes.Interface, fieldSelector string) map[types.UID]corev1.Event {
 	t.Helper()
-	l, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	l, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: fieldSelector})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,17 +79,12 @@ func sourceEvents(t *testing.T, cs kubernetes.Interface) map[types.UID]corev1.Ev
 	return out
 }
 
+// sourceEvents are the cluster's events of ns, and familyEvents eventsd's
+// of web's family.
+func sourceEvents(t *testing.T, cs kubernetes.Interface) map[types.UID]corev1.Event { return eventsOf(t, cs, "") }
+
 func familyEvents(t *testing.T, cs kubernetes.Interface) map[types.UID]corev1.Event {
-	t.Helper()
-	l, err := cs.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "family.kind=Deployment,family.name=web"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[types.UID]corev1.Event{}
-	for _, ev := range l.Items {
-		out[ev.UID] = ev
-	}
-	return out
+	return eventsOf(t, cs, "family.kind=Deployment,family.name=web")
 }
 
 func describe(evs map[types.UID]corev1.Event) string {
