@@ -81,7 +81,9 @@ func eventsOf(t *testing.T, cs kubernetes.Interface, fieldSelector string) map[t
 
 // sourceEvents are the cluster's events of ns, and familyEvents eventsd's
 // of web's family.
-func sourceEvents(t *testing.T, cs kubernetes.Interface) map[types.UID]corev1.Event { return eventsOf(t, cs, "") }
+func sourceEvents(t *testing.T, cs kubernetes.Interface) map[types.UID]corev1.Event {
+	return eventsOf(t, cs, "")
+}
 
 func familyEvents(t *testing.T, cs kubernetes.Interface) map[types.UID]corev1.Event {
 	return eventsOf(t, cs, "family.kind=Deployment,family.name=web")
