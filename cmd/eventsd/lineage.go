@@ -43,6 +43,13 @@ func startLineage(ctx context.Context, store storage.Interface, cluster *rest.Co
 		return nil, err
 	}
 	g.SetLearning(noMetadataReason)
+	if reg != nil {
+		if err := reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "eventsd_lineage_objects",
+			Help: "Objects the ownership lineage holds (deleted ones included, until no kept event needs them)."},
+			func() float64 { return float64(g.Len()) })); err != nil {
+			return nil, fmt.Errorf("the lineage's metrics: %w", err)
+		}
+	}
 	var follower *lineage.Follower
 	if cluster != nil {
 		cfg := rest.CopyConfig(cluster)
