@@ -115,6 +115,15 @@ func fromRef(ref *corev1.ObjectReference, first, last time.Time) Object {
 
 // learnNode records that the Pod ref ran on node.
 func (g *Graph) learnNode(ref *corev1.ObjectReference, node string, first, last time.Time) {
+	// Most of a Pod's events repeat what is known: the kubelet writes a
+	// dozen of them, each with its host. Those take only the read lock.
+	g.mu.RLock()
+	o := g.resolve(ref, first, last)
+	known := o != nil && o.Node == node
+	g.mu.RUnlock()
+	if known {
+		return
+	}
 	now := g.opts.Clock.Now()
 	g.mu.Lock()
 	var changed []ID
