@@ -195,33 +195,44 @@ func bounds(prefix []byte, ns, after string) (lower, upper, seek []byte) {
 
 // unionKeys returns the sorted, distinct "<ns>/<name>" suffixes after
 // the given one that the lookups hold, within namespace ns when set: the
-// candidates of an involves query, O(its matches).
+// candidates of an involves query or of a family (two lookups per
+// member's name), O(its matches). One iterator serves every lookup, each a
+// seek forward in key order: a family's hundreds of lookups share its
+// blocks (its members' names are neighbours in the name indexes), where
+// an iterator each loaded every level's index blocks again.
 func unionKeys(ctx context.Context, v *view, lookups []index.Lookup, ns, after string) ([]string, error) {
+	type span struct{ prefix, upper, seek []byte }
+	spans := make([]span, len(lookups))
+	for i, l := range lookups {
+		prefix := indexPrefix(l.ID, l.Value)
+		_, upper, seek := bounds(prefix, ns, after)
+		spans[i] = span{prefix, upper, seek}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return bytes.Compare(a.seek, b.seek) })
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixIndex}, UpperBound: []byte{prefixIndex + 1}})
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: list: %w", err)
+	}
+	defer it.Close()
 	seen := map[string]bool{}
 	var out []string
-	for _, l := range lookups {
-		prefix := indexPrefix(l.ID, l.Value)
-		lower, upper, seek := bounds(prefix, ns, after)
-		it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-		if err != nil {
-			return nil, fmt.Errorf("pebblestore: list: %w", err)
+	for i, sp := range spans {
+		if i%64 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		for ok := it.SeekGE(seek); ok; ok = it.Next() {
-			if len(out)%1024 == 0 && ctx.Err() != nil {
-				it.Close()
+		for ok := it.SeekGE(sp.seek); ok && bytes.Compare(it.Key(), sp.upper) < 0; ok = it.Next() {
+			if len(out)%1024 == 1023 && ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			sfx := string(it.Key()[len(prefix):])
+			sfx := string(it.Key()[len(sp.prefix):])
 			if !seen[sfx] {
 				seen[sfx] = true
 				out = append(out, sfx)
 			}
 		}
-		err = it.Error()
-		it.Close()
-		if err != nil {
-			return nil, fmt.Errorf("pebblestore: list: %w", err)
-		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("pebblestore: list: %w", err)
 	}
 	slices.Sort(out)
 	return out, nil
@@ -304,24 +315,36 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 	return items, last, false, nil
 }
 
-// scanKeys is scan over the union of several index lookups.
+// scanKeys is scan over the union of several index lookups. The
+// candidates are read with one iterator over the objects, seeking forward
+// in key order, rather than a point read each.
 func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, lookups []index.Lookup, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
 	keys, err := unionKeys(ctx, v, lookups, ns, after)
-	if err != nil {
+	if err != nil || len(keys) == 0 {
 		return nil, "", false, err
 	}
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixObject}, UpperBound: []byte{prefixObject + 1}})
+	if err != nil {
+		return nil, "", false, fmt.Errorf("pebblestore: list: %w", err)
+	}
+	defer it.Close()
+	var key []byte
 	for i, k := range keys {
 		if limit > 0 && int64(len(items)) >= limit {
 			return items, last, i < len(keys), nil
 		}
-		evNS, evName, ok := splitSuffix([]byte(k))
-		if !ok {
-			continue
+		if i%1024 == 1023 && ctx.Err() != nil {
+			return nil, "", false, ctx.Err()
 		}
-		ev, err := getObject(v.snap, evNS, evName)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
+		key = append(append(key[:0], prefixObject), k...)
+		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+			continue // deleted since the index entry was read: not in this snapshot
 		}
+		val, err := it.ValueAndErr()
+		if err != nil {
+			return nil, "", false, fmt.Errorf("pebblestore: list: %w", err)
+		}
+		ev, _, err := decodeObject(val)
 		if err != nil {
 			return nil, "", false, err
 		}
@@ -329,6 +352,9 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, loo
 			items = append(items, ev)
 			last = k
 		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, "", false, fmt.Errorf("pebblestore: list: %w", err)
 	}
 	return items, last, false, nil
 }
