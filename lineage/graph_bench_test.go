@@ -51,7 +51,9 @@ func realisticObjects(n int) []Object {
 // bytes of the records saved to it.
 type countingRecords struct{ records, bytes int64 }
 
-func (c *countingRecords) Records(context.Context, string, func(string, []byte) error) error { return nil }
+func (c *countingRecords) Records(context.Context, string, func(string, []byte) error) error {
+	return nil
+}
 
 func (c *countingRecords) SaveRecords(_ context.Context, _ string, ws []storage.RecordWrite) error {
 	for _, w := range ws {
