@@ -148,8 +148,8 @@ func (cfg *familyBenchConfig) followPhase(ctx context.Context, kas *kubeapiserve
 		}
 		return nil
 	}
-	var churnOps atomic.Int64
-	churn := func(wctx context.Context) error { return cfg.churn(wctx, cs, rsUIDs[0], &churnOps) }
+	var churnPods, churnOps atomic.Int64
+	churn := func(wctx context.Context) error { return cfg.churn(wctx, cs, rsUIDs[0], &churnPods, &churnOps) }
 	window := func(name string, follower, churning bool, during func(context.Context) error) (*followWindow, error) {
 		w := &followWindow{Name: name, Follower: follower, Churn: churning}
 		cpu0, err := procCPU(kas.PID())
@@ -249,7 +249,7 @@ func (cfg *familyBenchConfig) followPhase(ctx context.Context, kas *kubeapiserve
 	}
 	// The last Pod the churn created is in the graph once its watch
 	// event arrived.
-	lastPod := churnPodName(churnOps.Load()/2 - 1)
+	lastPod := churnPodName(churnPods.Load() - 1)
 	deadline := time.Now().Add(10 * time.Second)
 	for !fc.LearnedChurn && time.Now().Before(deadline) {
 		for _, o := range f2.g.Lookup("Pod", followNamespace, lastPod) {
@@ -339,8 +339,9 @@ func churnPodName(i int64) string { return "deploy-000-5d8f7c9b6d-churn-" + strc
 
 // churn creates a Pod of the first ReplicaSet cfg.ChurnRate times a
 // second, and deletes the one created two seconds before, until ctx
-// ends; ops counts both. The churn's Pods are numbered across calls.
-func (cfg *familyBenchConfig) churn(ctx context.Context, cs kubernetes.Interface, rsUID types.UID, ops *atomic.Int64) error {
+// ends; ops counts both. The churn's Pods are numbered across calls by
+// next, the number of Pods created so far.
+func (cfg *familyBenchConfig) churn(ctx context.Context, cs kubernetes.Interface, rsUID types.UID, next, ops *atomic.Int64) error {
 	tick := time.NewTicker(time.Second / time.Duration(cfg.ChurnRate))
 	defer tick.Stop()
 	lag := int64(2 * cfg.ChurnRate)
@@ -350,13 +351,16 @@ func (cfg *familyBenchConfig) churn(ctx context.Context, cs kubernetes.Interface
 			return nil
 		case <-tick.C:
 		}
-		i := ops.Load() / 2
-		if _, err := cs.CoreV1().Pods(followNamespace).Create(ctx, followPod(churnPodName(i), rsUID, 0), metav1.CreateOptions{}); err != nil {
+		// A create whose answer a cancel lost is found by the next.
+		i := next.Load()
+		if _, err := cs.CoreV1().Pods(followNamespace).Create(ctx, followPod(churnPodName(i), rsUID, 0), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("churn: %w", err)
 		}
+		next.Add(1)
+		ops.Add(1)
 		if i >= lag {
 			err := cs.CoreV1().Pods(followNamespace).Delete(ctx, churnPodName(i-lag), metav1.DeleteOptions{})
 			if err != nil && !apierrors.IsNotFound(err) {
@@ -365,8 +369,8 @@ func (cfg *familyBenchConfig) churn(ctx context.Context, cs kubernetes.Interface
 				}
 				return fmt.Errorf("churn: %w", err)
 			}
+			ops.Add(1)
 		}
-		ops.Add(2)
 	}
 }
 
