@@ -230,9 +230,12 @@ its reference in the same run:
   cursor. eventsd is started over it and answers --queries lists of
   family.kind=Deployment,family.name=web (client-go, no limit); then the
   same events are listed one object at a time (involvedObject.uid=..., one
-  list per object), --rounds and --kube-rounds times, from eventsd and from kube-apiserver
-  holding bench-0's events (the family and bench-0's share of the others,
-  created through its API: its namespaced lists read only the namespace).
+  list per object), --rounds times from eventsd and --kube-rounds times
+  from kube-apiserver holding bench-0's events (the family and bench-0's
+  share of the others, created through its API: its namespaced lists read
+  only the namespace); each of kube-apiserver's lists reads the whole
+  namespace, so its rounds list --kube-lists objects spread over the
+  family and scale the round's time to all of them.
 - follow: kube-apiserver with --follow-pods Pods (ReplicaSets of 100, one
   per Deployment, created through its API; no controllers): its CPU and
   requests over --window idle, while a lineage Follower lists and watches
