@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -37,6 +38,9 @@ type createConfig struct {
 	Wire string
 	// Token, when set, is sent as a bearer token.
 	Token string
+	// NewEvent returns the seq-th event of a client about p; nil:
+	// newEvent (the kubelet's lifecycle events).
+	NewEvent func(p pod, seq int) *corev1.Event
 }
 
 // createResult is the outcome of a create benchmark. Only requests that
@@ -173,6 +177,10 @@ func runCreate(ctx context.Context, cfg createConfig) (*createResult, error) {
 		pods[j] = newPod(namespaceName(j%cfg.Namespaces), cfg.PodPrefix+"-"+strconv.Itoa(j))
 	}
 
+	makeEvent := cfg.NewEvent
+	if makeEvent == nil {
+		makeEvent = newEvent
+	}
 	start := time.Now()
 	mStart, mEnd := start.Add(cfg.Warmup), start.Add(cfg.Warmup+cfg.Duration)
 	workers := make([]createWorker, cfg.Clients)
@@ -184,7 +192,7 @@ func runCreate(ctx context.Context, cfg createConfig) (*createResult, error) {
 			rng := rand.New(rand.NewPCG(uint64(i), uint64(start.UnixNano())))
 			for seq := 0; ctx.Err() == nil && time.Now().Before(mEnd); seq++ {
 				p := pods[rng.IntN(len(pods))]
-				ev := newEvent(p, seq)
+				ev := makeEvent(p, seq)
 				t0 := time.Now()
 				_, err := cs.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 				t1 := time.Now()

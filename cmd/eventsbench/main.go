@@ -11,6 +11,7 @@
 //	eventsbench mirror --eventsd PATH [--kube-apiserver PATH|built] [--quick] [--events N] [--rate R] [--out results.json]
 //	eventsbench watchstorm --eventsd PATH[,PATH] [--labels A,B] [--events N] [--watches W]
 //	eventsbench scale  --eventsd PATH --backend pebble|etcd --events 1000000,10000000 [--dir /tmp/scale] [--profile]
+//	eventsbench family --eventsd PATH [--kube-apiserver PATH|built] [--phases query,follow,create] [--events N] [--objects M] [--out results.json]
 //	eventsbench etcd   --data-dir D [--listen-client URL] [--quota-backend-bytes N]   (hidden: the etcd run starts)
 package main
 
@@ -51,7 +52,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand(), newExportCommand(), newWatchStormCommand(), newMirrorCommand(), newFoldCommand(), newScaleCommand())
+	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand(), newExportCommand(), newWatchStormCommand(), newMirrorCommand(), newFoldCommand(), newScaleCommand(), newFamilyCommand())
 	buildinfo.AddVersionFlag(root)
 	return root
 }
