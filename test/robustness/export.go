@@ -3,6 +3,7 @@ package robustness
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/kubevents/kubevents/export"
@@ -37,11 +38,11 @@ type ExportCheck struct {
 
 // ExportReport is what CheckExport found.
 type ExportReport struct {
-	// Batches and Acked are the batches sent and acknowledged; Records the
-	// records of the namespace in acknowledged batches, Redelivered how
-	// many of those had been acknowledged before (at-least-once
-	// duplicates); Owed the changes that had to arrive, Excused those in
-	// a lost range.
+	// Batches and Acked are the batches with records of the namespace
+	// sent and acknowledged; Records the records of the namespace in
+	// acknowledged batches, Redelivered how many of those had been
+	// acknowledged before (at-least-once duplicates); Owed the changes
+	// that had to arrive, Excused those in a lost range.
 	Batches, Acked, Records, Redelivered, Owed, Excused int
 	// Violations are every broken export guarantee: export-missing (an
 	// owed change never acknowledged), export-order (a change delivered
@@ -105,6 +106,11 @@ func CheckExport(l *ChangeLog, batches []ExportBatch, cfg ExportCheck) ExportRep
 	latest := map[string]int64{}   // name -> highest revision sent
 	delivered := map[int64]bool{}  // revisions acknowledged
 	for bi, b := range batches {
+		if !slices.ContainsFunc(b.Records, func(rec export.Record) bool {
+			return rec.Event == nil || rec.Event.Namespace == cfg.Namespace
+		}) {
+			continue
+		}
 		r.Batches++
 		if b.Acked {
 			r.Acked++
