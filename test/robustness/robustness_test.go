@@ -55,7 +55,13 @@ type env struct {
 	setup func(t *testing.T)
 	// rec is the running round's recorder.
 	rec *Recorder
+	// restarts are the recorder times of the round's kills of a pebble
+	// eventsd (see CheckConfig.Restarts); noteKill records one.
+	restarts []int64
 }
+
+// noteKill records that the store's process is killed now.
+func (e *env) noteKill() { e.restarts = append(e.restarts, e.rec.Now()) }
 
 // seeds are the short profile's seeds for a scenario: a fixed one (a hash
 // of its name) and a random one, or -robustness.seed alone.
@@ -103,7 +109,7 @@ func round(t *testing.T, e *env, ns string, seed uint64, tot *totals) {
 		e.setup(t)
 	}
 	rec := NewRecorder()
-	e.rec = rec
+	e.rec, e.restarts = rec, nil
 	cfg := TrafficConfig{Namespace: ns, Seed: seed}
 	if e.traffic != nil {
 		e.traffic(&cfg)
@@ -145,7 +151,7 @@ func round(t *testing.T, e *env, ns string, seed uint64, tot *totals) {
 	if e.extra != nil {
 		extra = e.extra(t, &h, tr)
 	}
-	r := Check(h, CheckConfig{HistoryWindow: e.window, ExactPast: e.exactPast})
+	r := Check(h, CheckConfig{HistoryWindow: e.window, ExactPast: e.exactPast, Restarts: e.restarts})
 	r.Violations = append(r.Violations, extra...)
 	if r.Covered[ns] < sentinel {
 		r.Violations = append(r.Violations, Violation{"reliable",
@@ -223,12 +229,13 @@ func processArgs(extra ...string) []string {
 // traffic and restarted over its data directory.
 func TestPebbleKill(t *testing.T) {
 	p := eventsdtest.Start(t, eventsdtest.Options{Args: processArgs()})
-	run(t, "pebble-kill", &env{
+	e := &env{
 		urls:    []string{p.URL},
 		window:  pebblestore.DefaultHistoryWindow,
-		inject:  func(*testing.T) string { p.Kill(); return "eventsd killed (SIGKILL)" },
 		recover: func(*testing.T) string { p.Restart(); return "eventsd restarted" },
-	})
+	}
+	e.inject = func(*testing.T) string { p.Kill(); e.noteKill(); return "eventsd killed (SIGKILL)" }
+	run(t, "pebble-kill", e)
 }
 
 // etcdReplicas starts n eventsd replicas over the etcd at servers.
@@ -544,43 +551,43 @@ sinks:
 	}
 	p = eventsdtest.Start(t, eventsdtest.Options{Args: processArgs("--export-config=" + cfg)})
 	var kills int
-	run(t, "pebble-export-kill", &env{
-		urls:   []string{p.URL},
-		window: pebblestore.DefaultHistoryWindow,
-		inject: func(t *testing.T) string {
-			done := make(chan struct{})
-			killing.Store(&done)
-			what := "eventsd killed (SIGKILL) as the receiver acknowledged a batch"
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				if killing.Swap(nil) == nil {
-					<-done // the kill began just now
-				} else {
-					p.Kill()
-					what = "no batch delivered in 10s; eventsd killed (SIGKILL)"
-				}
+	e := &env{urls: []string{p.URL}, window: pebblestore.DefaultHistoryWindow}
+	e.inject = func(t *testing.T) string {
+		done := make(chan struct{})
+		killing.Store(&done)
+		what := "eventsd killed (SIGKILL) as the receiver acknowledged a batch"
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			if killing.Swap(nil) == nil {
+				<-done // the kill began just now
+			} else {
+				p.Kill()
+				what = "no batch delivered in 10s; eventsd killed (SIGKILL)"
 			}
-			kills++
-			p.Restart()
-			rcv.FailNext(-1, http.StatusServiceUnavailable, "")
-			return what + ", restarted; receiver answering 503"
-		},
-		recover: func(t *testing.T) string {
-			rcv.Down()
-			p.Kill()
-			kills++
-			p.Restart()
-			rcv.Heal()
-			if err := rcv.Up(); err != nil {
-				t.Fatal(err)
-			}
-			return "receiver down; eventsd killed (SIGKILL) and restarted; receiver up and answering 200"
-		},
-		extra: func(t *testing.T, h *History, tr *Traffic) []Violation {
-			return checkExported(t, h, tr.cfg.Namespace, rcv, p, kills)
-		},
-	})
+		}
+		e.noteKill()
+		kills++
+		p.Restart()
+		rcv.FailNext(-1, http.StatusServiceUnavailable, "")
+		return what + ", restarted; receiver answering 503"
+	}
+	e.recover = func(t *testing.T) string {
+		rcv.Down()
+		p.Kill()
+		e.noteKill()
+		kills++
+		p.Restart()
+		rcv.Heal()
+		if err := rcv.Up(); err != nil {
+			t.Fatal(err)
+		}
+		return "receiver down; eventsd killed (SIGKILL) and restarted; receiver up and answering 200"
+	}
+	e.extra = func(t *testing.T, h *History, tr *Traffic) []Violation {
+		return checkExported(t, h, tr.cfg.Namespace, rcv, p, kills)
+	}
+	run(t, "pebble-export-kill", e)
 }
 
 // lostRE finds the exporter's log of lost history: the revisions
