@@ -517,11 +517,12 @@ func checkExpiries(t *testing.T, h *History, tc *ttlClock, ttl time.Duration, tr
 
 // TestPebbleExportKill: one eventsd on pebble exporting every change
 // (deletions included) to a webhook receiver on loopback, in small
-// batches. A third into each round eventsd is killed (SIGKILL) while the
-// receiver acknowledges a batch, before the answer reaches it, and
-// restarted, and the receiver then answers 503; at two thirds the
-// receiver goes down (connections refused), eventsd is killed and
-// restarted against it, and the receiver comes back. At the end the
+// batches. A third into each round the receiver answers 503, eventsd is
+// killed (SIGKILL) while a batch waits to be acknowledged and restarted,
+// and the receiver goes down (connections refused); at two thirds the
+// receiver comes back, and eventsd is killed as the receiver
+// acknowledges a batch, before the answer reaches it, and restarted
+// (the batch is sent again from the saved cursor). At the end the
 // round waits for the receiver to have the sentinel's change and checks
 // what it received against the change log (CheckExport).
 func TestPebbleExportKill(t *testing.T) {
@@ -552,10 +553,33 @@ sinks:
 	p = eventsdtest.Start(t, eventsdtest.Options{Args: processArgs("--export-config=" + cfg)})
 	var kills int
 	e := &env{urls: []string{p.URL}, window: pebblestore.DefaultHistoryWindow}
+	// A third into a round: the receiver fails (503), eventsd is killed
+	// while a batch waits to be acknowledged, restarted, and the
+	// receiver goes down.
 	e.inject = func(t *testing.T) string {
+		seen := len(rcv.Requests())
+		rcv.FailNext(-1, http.StatusServiceUnavailable, "")
+		what := "receiver answering 503"
+		if !waitRequest(rcv, seen, http.StatusServiceUnavailable, 10*time.Second) {
+			what += " (no batch sent in 10s)"
+		}
+		p.Kill()
+		e.noteKill()
+		kills++
+		p.Restart()
+		rcv.Down()
+		return what + "; eventsd killed (SIGKILL) with a batch unacknowledged, restarted; receiver down"
+	}
+	// At two thirds: the receiver comes back, and eventsd is killed as
+	// the receiver acknowledges a batch, then restarted.
+	e.recover = func(t *testing.T) string {
 		done := make(chan struct{})
 		killing.Store(&done)
-		what := "eventsd killed (SIGKILL) as the receiver acknowledged a batch"
+		rcv.Heal()
+		if err := rcv.Up(); err != nil {
+			t.Fatal(err)
+		}
+		what := "receiver up and answering 200; eventsd killed (SIGKILL) as the receiver acknowledged a batch"
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
@@ -563,31 +587,31 @@ sinks:
 				<-done // the kill began just now
 			} else {
 				p.Kill()
-				what = "no batch delivered in 10s; eventsd killed (SIGKILL)"
+				what = "receiver up and answering 200; no batch acknowledged in 10s; eventsd killed (SIGKILL)"
 			}
 		}
 		e.noteKill()
 		kills++
 		p.Restart()
-		rcv.FailNext(-1, http.StatusServiceUnavailable, "")
-		return what + ", restarted; receiver answering 503"
-	}
-	e.recover = func(t *testing.T) string {
-		rcv.Down()
-		p.Kill()
-		e.noteKill()
-		kills++
-		p.Restart()
-		rcv.Heal()
-		if err := rcv.Up(); err != nil {
-			t.Fatal(err)
-		}
-		return "receiver down; eventsd killed (SIGKILL) and restarted; receiver up and answering 200"
+		return what + ", restarted"
 	}
 	e.extra = func(t *testing.T, h *History, tr *Traffic) []Violation {
 		return checkExported(t, h, tr.cfg.Namespace, rcv, p, kills)
 	}
 	run(t, "pebble-export-kill", e)
+}
+
+// waitRequest waits up to d for the receiver to answer a request after
+// its first seen ones with status, and says whether it did.
+func waitRequest(rcv *webhooktest.Receiver, seen, status int, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, q := range rcv.Requests()[seen:] {
+			if q.Status == status {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // lostRE finds the exporter's log of lost history: the revisions
