@@ -185,11 +185,19 @@ func (l *ChangeLog) NextChange(ns, name string, rev int64) int64 {
 // Unless exactPast is set, a list with resourceVersionMatch=Exact may get
 // 410 for any revision but the current one: pebblestore serves past
 // revisions only from the snapshots of paginated lists
-// (storage.ListOptions.Exact), etcd from its history.
-func CheckGoneLists(h History, window time.Duration, exactPast bool) []Violation {
+// (storage.ListOptions.Exact), etcd from its history. Without exactPast,
+// a later page (a continue token) may also get 410 if the list ran
+// across one of restarts (the recorder times at which the store's process
+// was killed): those snapshots are in its memory.
+func CheckGoneLists(h History, window time.Duration, exactPast bool, restarts ...int64) []Violation {
 	var vs []Violation
 	for _, o := range h.Ops {
 		if o.Kind != List || o.List.Match == "Exact" && !exactPast {
+			continue
+		}
+		if o.List.Gone && !exactPast && o.List.Pages > 0 && slices.ContainsFunc(restarts, func(at int64) bool {
+			return o.Call <= at && at <= o.Return
+		}) {
 			continue
 		}
 		if o.List.Gone && o.Call-o.List.RVSeen < int64(window) {

@@ -16,6 +16,11 @@ type CheckConfig struct {
 	// ExactPast says the store serves lists at any past revision within
 	// the history window (etcd), not only the current one (pebble).
 	ExactPast bool
+	// Restarts are the recorder times at which a process of a store
+	// without ExactPast (pebble) was killed: the snapshots its continue
+	// tokens name die with it, so a later page of a list running across
+	// one may get 410 (storage/pebblestore's reopen and restart).
+	Restarts []int64
 }
 
 // Report is what Check found in a history.
@@ -71,7 +76,7 @@ func Check(h History, cfg CheckConfig) Report {
 		}
 	}
 	r.Violations = append(r.Violations, CheckLists(h, l)...)
-	r.Violations = append(r.Violations, CheckGoneLists(h, cfg.HistoryWindow, cfg.ExactPast)...)
+	r.Violations = append(r.Violations, CheckGoneLists(h, cfg.HistoryWindow, cfg.ExactPast, cfg.Restarts...)...)
 	lin := CheckLinearizable(h, l, cfg.LinearizeTimeout)
 	r.Checked = lin.Checked
 	r.Violations = append(r.Violations, lin.Violations...)

@@ -222,3 +222,24 @@ func TestCheckersReportGoneList(t *testing.T) {
 		t.Errorf("410 beyond the window reported: %v", v)
 	}
 }
+
+// A later page of a list at the current revision that got 410: allowed on
+// pebble only when the process was killed while the list ran (its
+// continue token's snapshot died with it).
+func TestCheckersGoneContinueAcrossRestart(t *testing.T) {
+	h := validHistory()
+	call, ret := int64(56*time.Millisecond), int64(58*time.Millisecond)
+	h.Ops = append(h.Ops, &Op{ID: 9, Client: 2, Kind: List, Namespace: ns, Call: call, Return: ret,
+		Outcome: Failed, List: &ListOp{Limit: 1, Pages: 1, RVSeen: call, Gone: true}})
+	withRestart := func(at int64) Report {
+		return Check(h, CheckConfig{HistoryWindow: 5 * time.Minute, Restarts: []int64{at}})
+	}
+	if r := withRestart(int64(57 * time.Millisecond)); len(r.Violations) > 0 {
+		t.Errorf("a continue's 410 across a restart reported: %s", r)
+	}
+	wantViolation(t, withRestart(int64(60*time.Millisecond)), "gone", "op 9")
+	wantViolation(t, check(h), "gone", "op 9")
+	// A first page's 410 is not excused by a restart.
+	h.Ops[9].List.Pages = 0
+	wantViolation(t, withRestart(int64(57*time.Millisecond)), "gone", "op 9")
+}

@@ -20,8 +20,13 @@
 //     delivered; a watch-list's initial events are the state at its
 //     initial-events-end bookmark; 410 Gone only for revisions older
 //     than the store keeps.
+//   - Export (export.go): what an export sink was sent, against the
+//     change log: every change delivered at least once, in revision
+//     order per key but for exact redeliveries, each record the change
+//     at its revision, idempotency keys stable across restarts.
 //
 // The scenarios (robustness_test.go) run this against real eventsd
 // processes over pebble and over real etcd clusters, with kills, pauses,
-// a full disk, a cut network and TTL clock jumps.
+// a full disk, a cut network, TTL clock jumps, and an export sink whose
+// receiver fails while eventsd is killed.
 package robustness

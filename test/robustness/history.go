@@ -217,7 +217,8 @@ func (r *Recorder) History() History {
 // Violation is one broken guarantee found by a checker.
 type Violation struct {
 	// Check names the guarantee: linearizable, changelog, list, ordered,
-	// unique, reliable, resumable, bookmarkable, gone, initial, ttl.
+	// unique, reliable, resumable, bookmarkable, gone, initial, ttl,
+	// export, export-missing, export-order, export-record, export-key.
 	Check string
 	// Detail says what broke, naming the operations or watches.
 	Detail string

@@ -6,8 +6,14 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubevents/kubevents/export/webhook/webhooktest"
 	"github.com/kubevents/kubevents/internal/etcdproc"
 	"github.com/kubevents/kubevents/internal/eventsdtest"
 	"github.com/kubevents/kubevents/server"
@@ -48,7 +55,13 @@ type env struct {
 	setup func(t *testing.T)
 	// rec is the running round's recorder.
 	rec *Recorder
+	// restarts are the recorder times of the round's kills of a pebble
+	// eventsd (see CheckConfig.Restarts); noteKill records one.
+	restarts []int64
 }
+
+// noteKill records that the store's process is killed now.
+func (e *env) noteKill() { e.restarts = append(e.restarts, e.rec.Now()) }
 
 // seeds are the short profile's seeds for a scenario: a fixed one (a hash
 // of its name) and a random one, or -robustness.seed alone.
@@ -96,7 +109,7 @@ func round(t *testing.T, e *env, ns string, seed uint64, tot *totals) {
 		e.setup(t)
 	}
 	rec := NewRecorder()
-	e.rec = rec
+	e.rec, e.restarts = rec, nil
 	cfg := TrafficConfig{Namespace: ns, Seed: seed}
 	if e.traffic != nil {
 		e.traffic(&cfg)
@@ -138,7 +151,7 @@ func round(t *testing.T, e *env, ns string, seed uint64, tot *totals) {
 	if e.extra != nil {
 		extra = e.extra(t, &h, tr)
 	}
-	r := Check(h, CheckConfig{HistoryWindow: e.window, ExactPast: e.exactPast})
+	r := Check(h, CheckConfig{HistoryWindow: e.window, ExactPast: e.exactPast, Restarts: e.restarts})
 	r.Violations = append(r.Violations, extra...)
 	if r.Covered[ns] < sentinel {
 		r.Violations = append(r.Violations, Violation{"reliable",
@@ -216,12 +229,13 @@ func processArgs(extra ...string) []string {
 // traffic and restarted over its data directory.
 func TestPebbleKill(t *testing.T) {
 	p := eventsdtest.Start(t, eventsdtest.Options{Args: processArgs()})
-	run(t, "pebble-kill", &env{
+	e := &env{
 		urls:    []string{p.URL},
 		window:  pebblestore.DefaultHistoryWindow,
-		inject:  func(*testing.T) string { p.Kill(); return "eventsd killed (SIGKILL)" },
 		recover: func(*testing.T) string { p.Restart(); return "eventsd restarted" },
-	})
+	}
+	e.inject = func(*testing.T) string { p.Kill(); e.noteKill(); return "eventsd killed (SIGKILL)" }
+	run(t, "pebble-kill", e)
 }
 
 // etcdReplicas starts n eventsd replicas over the etcd at servers.
@@ -499,4 +513,155 @@ func checkExpiries(t *testing.T, h *History, tc *ttlClock, ttl time.Duration, tr
 		}
 	}
 	return vs
+}
+
+// TestPebbleExportKill: one eventsd on pebble exporting every change
+// (deletions included) to a webhook receiver on loopback, in small
+// batches. A third into each round the receiver answers 503, eventsd is
+// killed (SIGKILL) while a batch waits to be acknowledged and restarted,
+// and the receiver goes down (connections refused); at two thirds the
+// receiver comes back, and eventsd is killed as the receiver
+// acknowledges a batch, before the answer reaches it, and restarted
+// (the batch is sent again from the saved cursor). At the end the
+// round waits for the receiver to have the sentinel's change and checks
+// what it received against the change log (CheckExport).
+func TestPebbleExportKill(t *testing.T) {
+	var (
+		p       *eventsdtest.Process
+		killing atomic.Pointer[chan struct{}]
+	)
+	rcv := webhooktest.New(t, webhooktest.Options{Observe: func([]string) {
+		// Called as the receiver answers 2xx, before the answer is
+		// written out: a kill here is a crash between the sink's
+		// acknowledgement and eventsd's cursor save.
+		if ch := killing.Swap(nil); ch != nil {
+			p.Kill()
+			close(*ch)
+		}
+	}})
+	cfg := filepath.Join(t.TempDir(), "export.yaml")
+	if err := os.WriteFile(cfg, []byte(`apiVersion: eventsd.kubevents.io/v1alpha1
+kind: ExportConfiguration
+sinks:
+- name: hist
+  filter: {deletions: true}
+  batch: {maxRecords: 8, maxWait: 100ms}
+  webhook: {url: "`+rcv.URL()+`", timeout: 5s}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p = eventsdtest.Start(t, eventsdtest.Options{Args: processArgs("--export-config=" + cfg)})
+	var kills int
+	e := &env{urls: []string{p.URL}, window: pebblestore.DefaultHistoryWindow}
+	// A third into a round: the receiver fails (503), eventsd is killed
+	// while a batch waits to be acknowledged, restarted, and the
+	// receiver goes down.
+	e.inject = func(t *testing.T) string {
+		seen := len(rcv.Requests())
+		rcv.FailNext(-1, http.StatusServiceUnavailable, "")
+		what := "receiver answering 503"
+		if !waitRequest(rcv, seen, http.StatusServiceUnavailable, 10*time.Second) {
+			what += " (no batch sent in 10s)"
+		}
+		p.Kill()
+		e.noteKill()
+		kills++
+		p.Restart()
+		rcv.Down()
+		return what + "; eventsd killed (SIGKILL) with a batch unacknowledged, restarted; receiver down"
+	}
+	// At two thirds: the receiver comes back, and eventsd is killed as
+	// the receiver acknowledges a batch, then restarted.
+	e.recover = func(t *testing.T) string {
+		done := make(chan struct{})
+		killing.Store(&done)
+		rcv.Heal()
+		if err := rcv.Up(); err != nil {
+			t.Fatal(err)
+		}
+		what := "receiver up and answering 200; eventsd killed (SIGKILL) as the receiver acknowledged a batch"
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			if killing.Swap(nil) == nil {
+				<-done // the kill began just now
+			} else {
+				p.Kill()
+				what = "receiver up and answering 200; no batch acknowledged in 10s; eventsd killed (SIGKILL)"
+			}
+		}
+		e.noteKill()
+		kills++
+		p.Restart()
+		return what + ", restarted"
+	}
+	e.extra = func(t *testing.T, h *History, tr *Traffic) []Violation {
+		return checkExported(t, h, tr.cfg.Namespace, rcv, p, kills)
+	}
+	run(t, "pebble-export-kill", e)
+}
+
+// waitRequest waits up to d for the receiver to answer a request after
+// its first seen ones with status, and says whether it did.
+func waitRequest(rcv *webhooktest.Receiver, seen, status int, d time.Duration) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, q := range rcv.Requests()[seen:] {
+			if q.Status == status {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lostRE finds the exporter's log of lost history: the revisions
+// (cursor, resumeAt] never reach the sink.
+var lostRE = regexp.MustCompile(`changes lost.* cursor=(\d+) resumeAt=(\d+)`)
+
+// checkExported waits (a minute at most) until the receiver has
+// acknowledged a record of ns at or past its last change in h, then
+// checks every request it got against h's change log.
+func checkExported(t *testing.T, h *History, ns string, rcv *webhooktest.Receiver, p *eventsdtest.Process, kills int) []Violation {
+	t.Helper()
+	l, _ := BuildChangeLog(*h) // its violations are Check's to report
+	cs := l.Changes(ns)
+	if len(cs) == 0 {
+		return []Violation{{"export", "no change in the round"}}
+	}
+	until := cs[len(cs)-1].Rev
+	var vs []Violation
+	deadline := time.Now().Add(time.Minute)
+	for !exportedTo(rcv, ns, until) {
+		if time.Now().After(deadline) {
+			vs = append(vs, Violation{"export", fmt.Sprintf("the receiver has not got revision %d (the round's last change) a minute after it", until)})
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var lost []RevRange
+	for _, m := range lostRE.FindAllStringSubmatch(p.Logs(), -1) {
+		from, _ := strconv.ParseInt(m[1], 10, 64)
+		to, _ := strconv.ParseInt(m[2], 10, 64)
+		lost = append(lost, RevRange{from, to})
+	}
+	var batches []ExportBatch
+	for _, q := range rcv.Requests() {
+		if q.Records != nil {
+			batches = append(batches, ExportBatch{Records: q.Records, Acked: q.Status/100 == 2})
+		}
+	}
+	r := CheckExport(l, batches, ExportCheck{Namespace: ns, Until: until, Lost: lost})
+	t.Logf("round %s: %s; %d eventsd kills so far, %d lost ranges logged", ns, r.Summary(), kills, len(lost))
+	return append(vs, r.Violations...)
+}
+
+// exportedTo says whether the receiver acknowledged a record of ns at
+// revision until or later.
+func exportedTo(rcv *webhooktest.Receiver, ns string, until int64) bool {
+	for _, rec := range rcv.Records() {
+		if rec.Event != nil && rec.Event.Namespace == ns && rec.Revision >= until {
+			return true
+		}
+	}
+	return false
 }
