@@ -3,6 +3,7 @@ package eventfilter
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,34 +17,53 @@ import (
 // with the error rather than with what was selected before it. It is
 // safe for concurrent use.
 type Run struct {
-	f      *Filter
-	ctx    context.Context
-	budget uint64
-	onErr  func(error)
+	f *Filter
 
-	mu    sync.Mutex
-	spent uint64
-	n     int64
-	err   error
-	done  chan struct{}
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	budget uint64
+	spent  uint64
+	n      int64
+	err    error
+	done   chan struct{}
 }
 
-// NewRun starts a run of f whose evaluations ctx interrupts, with f's
-// request budget. onErr, when not nil, is called once with the run's
-// error when it fails (to cancel the list that evaluates it).
-func (f *Filter) NewRun(ctx context.Context, onErr func(error)) *Run {
-	return &Run{f: f, ctx: ctx, budget: f.limits.RequestCostBudget, onErr: onErr, done: make(chan struct{})}
+// NewRun starts a run of f whose summed cost is bounded by f's
+// RequestCostBudget.
+func (f *Filter) NewRun() *Run {
+	return &Run{f: f, ctx: context.Background(), budget: f.limits.RequestCostBudget, done: make(chan struct{})}
+}
+
+// Unbudgeted lifts the run's summed-cost bound, leaving the per-event
+// limit alone: for a watch, whose cost follows the rate of changes
+// rather than a scan.
+func (r *Run) Unbudgeted() {
+	r.mu.Lock()
+	r.budget = math.MaxUint64
+	r.mu.Unlock()
+}
+
+// Bind makes parent interrupt the run's evaluations, and returns a child
+// of parent cancelled when the run fails, for the list or watch that
+// evaluates it to stop at once. The caller calls cancel when done.
+func (r *Run) Bind(parent context.Context) (ctx context.Context, cancel context.CancelFunc) {
+	ctx, cancelCause := context.WithCancelCause(parent)
+	r.mu.Lock()
+	r.ctx, r.cancel = ctx, cancelCause
+	r.mu.Unlock()
+	return ctx, func() { cancelCause(context.Canceled) }
 }
 
 // Matches reports whether ev is selected; false once the run failed.
 func (r *Run) Matches(ev *corev1.Event) bool {
 	r.mu.Lock()
-	failed := r.err != nil
+	failed, ctx := r.err != nil, r.ctx
 	r.mu.Unlock()
 	if failed {
 		return false
 	}
-	ok, cost, err := r.f.Eval(r.ctx, ev)
+	ok, cost, err := r.f.Eval(ctx, ev)
 	r.mu.Lock()
 	r.spent += cost
 	r.n++
@@ -56,9 +76,10 @@ func (r *Run) Matches(ev *corev1.Event) bool {
 		r.err = err
 		close(r.done)
 	}
+	cancel := r.cancel
 	r.mu.Unlock()
-	if first && r.onErr != nil {
-		r.onErr(err)
+	if first && cancel != nil {
+		cancel(err)
 	}
 	return ok && err == nil
 }
