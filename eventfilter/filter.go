@@ -32,12 +32,20 @@ const (
 	// policies).
 	DefaultMaxExpressionLength = 4096
 
-	// DefaultPerEventCostLimit bounds both the estimated worst-case cost
-	// of an expression on one event (refused at Compile above it) and
-	// its actual cost on one event. It is ValidatingAdmissionPolicy's
-	// per-call limit (k8s.io/apiserver/pkg/apis/cel PerCallLimit): what
-	// kube-apiserver lets one expression spend on one object, a few
-	// milliseconds of CPU.
+	// DefaultEstimatedCostLimit bounds the estimated worst-case cost of
+	// an expression on one event: above it the expression is refused at
+	// Compile. It is the limit kube-apiserver puts on the estimated cost
+	// of one CRD validation rule (apiextensions' StaticEstimatedCostLimit).
+	// The estimate assumes every string as long as the largest request
+	// (3 MiB), so it is far above the cost on actual events: with VAP's
+	// 1,000,000 as the estimated limit, a regex of a dozen characters on
+	// the message would be refused.
+	DefaultEstimatedCostLimit = 10_000_000
+
+	// DefaultPerEventCostLimit bounds the actual cost of one evaluation,
+	// on one event. It is ValidatingAdmissionPolicy's per-call limit
+	// (k8s.io/apiserver/pkg/apis/cel PerCallLimit): what kube-apiserver
+	// lets one expression spend on one object, a few milliseconds of CPU.
 	DefaultPerEventCostLimit = 1_000_000
 
 	// DefaultRequestCostBudget bounds the actual cost summed over every
@@ -56,8 +64,11 @@ type Limits struct {
 	// MaxExpressionLength bounds an expression's length in bytes
 	// (DefaultMaxExpressionLength).
 	MaxExpressionLength int
-	// PerEventCostLimit bounds the estimated and the actual cost of one
-	// evaluation (DefaultPerEventCostLimit).
+	// EstimatedCostLimit bounds the estimated worst-case cost of one
+	// evaluation (DefaultEstimatedCostLimit).
+	EstimatedCostLimit uint64
+	// PerEventCostLimit bounds the actual cost of one evaluation
+	// (DefaultPerEventCostLimit).
 	PerEventCostLimit uint64
 	// RequestCostBudget bounds the actual cost summed over one Run
 	// (DefaultRequestCostBudget).
@@ -68,6 +79,9 @@ type Limits struct {
 func (l Limits) WithDefaults() Limits {
 	if l.MaxExpressionLength <= 0 {
 		l.MaxExpressionLength = DefaultMaxExpressionLength
+	}
+	if l.EstimatedCostLimit == 0 {
+		l.EstimatedCostLimit = DefaultEstimatedCostLimit
 	}
 	if l.PerEventCostLimit == 0 {
 		l.PerEventCostLimit = DefaultPerEventCostLimit
@@ -102,7 +116,7 @@ type Filter struct {
 
 // Compile compiles expr for events of version, refusing it (with an
 // error wrapping ErrInvalid) when it does not compile, is not a bool, is
-// longer than the limit or may cost more than the per-event limit.
+// longer than the limit or its estimated cost is over the limit.
 func Compile(version eventapi.Version, expr string, limits Limits) (*Filter, error) {
 	limits = limits.WithDefaults()
 	if len(expr) > limits.MaxExpressionLength {
@@ -124,8 +138,8 @@ func Compile(version eventapi.Version, expr string, limits Limits) (*Filter, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: estimating its cost: %v", ErrInvalid, err)
 	}
-	if est.Max > limits.PerEventCostLimit {
-		return nil, fmt.Errorf("%w: its estimated cost on one event, %d, is over the limit of %d", ErrInvalid, est.Max, limits.PerEventCostLimit)
+	if est.Max > limits.EstimatedCostLimit {
+		return nil, fmt.Errorf("%w: its estimated cost on one event, %d, is over the limit of %d", ErrInvalid, est.Max, limits.EstimatedCostLimit)
 	}
 	prog, err := e.env.Program(ast,
 		cel.CostLimit(limits.PerEventCostLimit),
