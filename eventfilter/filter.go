@@ -178,6 +178,10 @@ func (f *Filter) Matches(ev *corev1.Event) (bool, error) {
 // Eval is Matches with a context, which interrupts a long evaluation,
 // that also returns the evaluation's actual cost.
 func (f *Filter) Eval(ctx context.Context, ev *corev1.Event) (bool, uint64, error) {
+	if ctx.Err() != nil {
+		// CEL checks the context only inside comprehensions.
+		return false, 0, fmt.Errorf("filter on event %s/%s: %w", ev.Namespace, ev.Name, context.Cause(ctx))
+	}
 	var obj any = ev
 	if f.version.Shape() == eventapi.EventsV1 {
 		obj = eventapi.ToEventsV1(ev)
