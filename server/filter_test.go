@@ -348,3 +348,33 @@ func TestFilterScanTimesOut(t *testing.T) {
 		t.Fatalf("got %d %s, want 504", r.code, r.body)
 	}
 }
+
+// TestFilterDeleteCollection: a deletecollection with a filter deletes
+// what it selects and nothing else; one whose filter is cut answers with
+// the cut rather than a success.
+func TestFilterDeleteCollection(t *testing.T) {
+	e := newEnvWith(t, time.Hour, func(c *server.Config) {
+		c.FilterLimits = eventfilter.Limits{RequestCostBudget: 200}
+	})
+	e.createFiltered(40)
+	code, body := e.do(http.MethodDelete, "/api/v1/namespaces/default/events?filter="+url.QueryEscape(`object.message.contains("OOM")`), "", "", "")
+	if code != http.StatusOK {
+		t.Fatalf("deletecollection: %d %s", code, body)
+	}
+	left, err := e.cs.CoreV1().Events("default").List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range left.Items {
+		if strings.Contains(ev.Message, "OOM") {
+			t.Fatalf("%s survived", ev.Name)
+		}
+	}
+	if len(left.Items) != 32 {
+		t.Fatalf("%d events left, want the 32 the filter did not select", len(left.Items))
+	}
+	code, body = e.do(http.MethodDelete, "/api/v1/namespaces/default/events?filter="+url.QueryEscape(`object.message.contains("zz") || object.reason.contains("zz") || object.involvedObject.name.contains("zz") || object.count > 100`), "", "", "")
+	if code != http.StatusBadRequest || !strings.Contains(body, "over the request's budget of 200") {
+		t.Fatalf("cut deletecollection: %d %s", code, body)
+	}
+}

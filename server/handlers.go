@@ -966,10 +966,17 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 		return
 	}
 	lo.Limit, lo.Revision, lo.Exact = 500, 0, false
-	ctx := r.Context()
+	ctx, stop := bindFilter(r.Context(), lo.Selector)
+	defer stop()
 	var deleted []*corev1.Event
 	for {
 		res, err := s.cfg.Store.List(ctx, lo)
+		if se := filterFailure(lo.Selector); se != nil {
+			// The filter was cut: what it selected so far is deleted,
+			// and the answer says why the rest is not.
+			writeStatus(w, se)
+			return
+		}
 		if err != nil {
 			writeStatus(w, statusError(err, rr, ""))
 			return
