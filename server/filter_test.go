@@ -45,6 +45,19 @@ func (e *env) createFiltered(n int) {
 	}
 }
 
+// createLong creates the event ns/long, whose 20,000-character message
+// makes a filter reading it dear.
+func (e *env) createLong(ns string) {
+	e.t.Helper()
+	if _, err := e.cs.CoreV1().Events(ns).Create(e.ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "long"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: ns},
+		Reason:         "Started", Message: strings.Repeat("x", 20000), Type: corev1.EventTypeNormal,
+	}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // listNames lists path with query through every page (limit per page,
 // 0 for one), returning the names, or the status code and body of a
 // failure.
@@ -197,13 +210,7 @@ func TestFilterCostCut(t *testing.T) {
 		}
 	}
 	// A long message makes one evaluation dear.
-	if _, err := e.cs.CoreV1().Events("big").Create(e.ctx, &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: "long"},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "big"},
-		Reason:         "Started", Message: strings.Repeat("x", 20000), Type: corev1.EventTypeNormal,
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.createLong("big")
 	code, body := e.do(http.MethodGet, "/api/v1/namespaces/big/events?filter="+url.QueryEscape(`object.message.contains("y")`), "", "", "")
 	if code != http.StatusBadRequest || !strings.Contains(body, "on event big/long") || !strings.Contains(body, "limit of 500") {
 		t.Fatalf("dear event: %d %s", code, body)
@@ -245,34 +252,25 @@ func TestFilterWatch(t *testing.T) {
 	}
 	next(watch.Added, "e0000")
 	next(watch.Added, "e0005")
+	setMessage := func(name, msg string) {
+		t.Helper()
+		ev, err := e.cs.CoreV1().Events("default").Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Message = msg
+		if _, err := e.cs.CoreV1().Events("default").Update(e.ctx, ev, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Out of the selection (only the message changes: no indexed field).
-	ev, err := e.cs.CoreV1().Events("default").Get(e.ctx, "e0005", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev.Message = "recovered"
-	if _, err := e.cs.CoreV1().Events("default").Update(e.ctx, ev, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setMessage("e0005", "recovered")
 	next(watch.Deleted, "e0005")
 	// Into it.
-	ev, err = e.cs.CoreV1().Events("default").Get(e.ctx, "e0001", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev.Message = "OOMKilled again"
-	if _, err := e.cs.CoreV1().Events("default").Update(e.ctx, ev, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	setMessage("e0001", "OOMKilled again")
 	next(watch.Added, "e0001")
 	// A dear event ends the watch with an ERROR.
-	if _, err := e.cs.CoreV1().Events("default").Create(e.ctx, &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: "long"},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p", Namespace: "default"},
-		Reason:         "Started", Message: strings.Repeat("x", 20000), Type: corev1.EventTypeNormal,
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.createLong("default")
 	got, ok := e.next(w, 0)
 	st, isStatus := got.Object.(*metav1.Status)
 	if !ok || got.Type != watch.Error || !isStatus || st.Code != http.StatusBadRequest || !strings.Contains(st.Message, "on event default/long") {
