@@ -13,6 +13,9 @@
 // library cost estimator of k8s.io/apiserver/pkg/cel/library, and values
 // converted from the typed Event with common.TypedToVal.
 //
+// A Compiler (built once, by the server) holds the environments and the
+// limits; Compile is the one-shot form.
+//
 // Cost is bounded three ways (Limits): the expression's length; its
 // estimated cost on one event, checked at Compile (an expression whose
 // worst case is too dear is refused before it runs); and its actual cost,

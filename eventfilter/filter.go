@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -114,17 +113,49 @@ type Filter struct {
 	estimate uint64
 }
 
+// Compiler compiles filters with one set of limits, over CEL
+// environments it builds once (a few milliseconds each) for every shape.
+// It is safe for concurrent use.
+type Compiler struct {
+	limits Limits
+	envs   map[eventapi.Version]*env
+}
+
+// NewCompiler builds the environments of both shapes (core/v1 and
+// events.k8s.io/v1) with limits, defaults applied to its zero fields.
+func NewCompiler(limits Limits) (*Compiler, error) {
+	c := &Compiler{limits: limits.WithDefaults(), envs: map[eventapi.Version]*env{}}
+	for _, shape := range []eventapi.Version{eventapi.CoreV1, eventapi.EventsV1} {
+		e, err := newEnv(shape)
+		if err != nil {
+			return nil, err
+		}
+		c.envs[shape] = e
+	}
+	return c, nil
+}
+
+// Compile compiles expr for events of version with limits: NewCompiler
+// and Compiler.Compile, for a single use (a server keeps a Compiler).
+func Compile(version eventapi.Version, expr string, limits Limits) (*Filter, error) {
+	c, err := NewCompiler(limits)
+	if err != nil {
+		return nil, err
+	}
+	return c.Compile(version, expr)
+}
+
 // Compile compiles expr for events of version, refusing it (with an
 // error wrapping ErrInvalid) when it does not compile, is not a bool, is
 // longer than the limit or its estimated cost is over the limit.
-func Compile(version eventapi.Version, expr string, limits Limits) (*Filter, error) {
-	limits = limits.WithDefaults()
+func (c *Compiler) Compile(version eventapi.Version, expr string) (*Filter, error) {
+	limits := c.limits
 	if len(expr) > limits.MaxExpressionLength {
 		return nil, fmt.Errorf("%w: the expression is %d bytes long, over the limit of %d", ErrInvalid, len(expr), limits.MaxExpressionLength)
 	}
-	e, err := envFor(version)
-	if err != nil {
-		return nil, err
+	e := c.envs[version.Shape()]
+	if e == nil {
+		return nil, fmt.Errorf("eventfilter: no environment for %s", version)
 	}
 	ast, issues := e.env.Compile(expr)
 	if issues != nil && issues.Err() != nil {
@@ -214,30 +245,6 @@ type env struct {
 	env      *cel.Env
 	schema   *spec.Schema
 	declType *apiservercel.DeclType
-}
-
-// envs caches the environment of each shape: building one takes
-// milliseconds, and it is the same for every request.
-var envs = struct {
-	sync.Mutex
-	m map[eventapi.Version]*env
-}{m: map[eventapi.Version]*env{}}
-
-// envFor returns the environment for expressions over events of
-// version's shape.
-func envFor(version eventapi.Version) (*env, error) {
-	shape := version.Shape()
-	envs.Lock()
-	defer envs.Unlock()
-	if e := envs.m[shape]; e != nil {
-		return e, nil
-	}
-	e, err := newEnv(shape)
-	if err != nil {
-		return nil, err
-	}
-	envs.m[shape] = e
-	return e, nil
 }
 
 const refPrefix = "#/components/schemas/"

@@ -32,7 +32,7 @@ func (s *Server) parseFilter(q url.Values, rr resourceRequest, sel *storage.Sele
 	if len(expr) != 1 {
 		return apierrors.NewBadRequest(fmt.Sprintf("filter: %d values given, at most one is allowed", len(expr)))
 	}
-	f, err := eventfilter.Compile(rr.version, expr[0], s.cfg.FilterLimits)
+	f, err := s.filters.Compile(rr.version, expr[0])
 	if err != nil {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid filter %q: %v", expr[0], err))
 	}

@@ -90,8 +90,12 @@ func testFilter(t *testing.T, h Harness) {
 		state[e.Namespace+"/"+e.Name] = e
 	}
 	start := f.s.Revision()
+	compiler, err := eventfilter.NewCompiler(eventfilter.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	compile := func(expr string) storage.Predicate {
-		fl, err := eventfilter.Compile(eventapi.CoreV1, expr, eventfilter.Limits{})
+		fl, err := compiler.Compile(eventapi.CoreV1, expr)
 		if err != nil {
 			t.Fatal(err)
 		}
