@@ -201,6 +201,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 			if feed != nil {
 				joined, err := feed.admit(ctx, e)
 				if err != nil {
+					if se := filterFailure(p.opts.Selector); se != nil {
+						err = se // the filter's cut cancelled the join's list
+					}
 					s.setWriteDeadline(w)
 					_, _ = w.Write(enc.errorFrame(err))
 					return
@@ -229,6 +232,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		case <-joins:
 			events, err := feed.joined(ctx)
 			if err != nil {
+				if se := filterFailure(p.opts.Selector); se != nil {
+					err = se // the filter's cut cancelled the join's list
+				}
 				s.setWriteDeadline(w)
 				_, _ = w.Write(enc.errorFrame(err))
 				return
