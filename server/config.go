@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kubevents/kubevents/admission/eventratelimit"
+	"github.com/kubevents/kubevents/eventfilter"
 	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/retention"
@@ -96,6 +97,10 @@ type Config struct {
 	// not have (action, reportingInstance, related.*, involves.*, family.*): they get
 	// its answer, 400 field label not supported.
 	DisableExtensions bool
+	// FilterLimits bound the cost of the CEL filters of lists and
+	// watches (the filter parameter); zero fields take eventfilter's
+	// defaults.
+	FilterLimits eventfilter.Limits
 	// MaxRequestsInflight bounds concurrent gets and lists, and
 	// MaxMutatingRequestsInflight concurrent writes; beyond them requests
 	// get 429 with Retry-After. Watches are counted while they send

@@ -966,10 +966,17 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 		return
 	}
 	lo.Limit, lo.Revision, lo.Exact = 500, 0, false
-	ctx := r.Context()
+	ctx, stop := bindFilter(r.Context(), lo.Selector)
+	defer stop()
 	var deleted []*corev1.Event
 	for {
 		res, err := s.cfg.Store.List(ctx, lo)
+		if se := filterFailure(lo.Selector); se != nil {
+			// The filter was cut: what it selected so far is deleted,
+			// and the answer says why the rest is not.
+			writeStatus(w, se)
+			return
+		}
 		if err != nil {
 			writeStatus(w, statusError(err, rr, ""))
 			return
@@ -998,9 +1005,10 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 	s.respondEvents(w, rr, o, http.StatusOK, deleted, metav1.ListMeta{}, false)
 }
 
-// parseSelector reads the namespace of rr and the fieldSelector and
-// labelSelector parameters of a list or a watch, resolving family.*
-// terms into the selector's object set (with their warnings on w).
+// parseSelector reads the namespace of rr and the fieldSelector,
+// labelSelector and filter parameters of a list or a watch, resolving
+// family.* terms into the selector's object set (with their warnings on
+// w).
 func (s *Server) parseSelector(w http.ResponseWriter, q url.Values, rr resourceRequest) (storage.Selector, *apierrors.StatusError) {
 	sel := storage.Selector{Namespace: rr.namespace}
 	fs, err := eventapi.ParseFieldSelector(rr.version, q.Get("fieldSelector"), eventapi.Extensions(!s.cfg.DisableExtensions))
@@ -1017,6 +1025,9 @@ func (s *Server) parseSelector(w http.ResponseWriter, q url.Values, rr resourceR
 			return sel, apierrors.NewBadRequest(fmt.Sprintf("invalid labelSelector %q: %v", raw, err))
 		}
 		sel.Labels = ls
+	}
+	if se := s.parseFilter(q, rr, &sel); se != nil {
+		return sel, se
 	}
 	return sel, nil
 }
@@ -1087,7 +1098,14 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest
 		// Every event: read a page at a time (listAll).
 		lo.Limit = listPage
 	}
-	res, err := s.cfg.Store.List(r.Context(), lo)
+	ctx, stop := bindFilter(r.Context(), lo.Selector)
+	defer stop()
+	r = r.WithContext(ctx)
+	res, err := s.cfg.Store.List(ctx, lo)
+	if se := filterFailure(lo.Selector); se != nil {
+		writeStatus(w, se)
+		return
+	}
 	if errors.Is(err, storage.ErrFutureRevision) {
 		writeStatus(w, tooLargeResourceVersion(lo.Revision, s.cfg.Store.Revision()))
 		return

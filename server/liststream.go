@@ -135,11 +135,16 @@ func (s *Server) listAll(w http.ResponseWriter, r *http.Request, rr resourceRequ
 		return res, nil
 	}
 	so, ok := streamable(o, r.Header.Get("Accept"))
-	if !ok {
+	if !ok || lo.Predicate != nil {
+		// A filtered list is not streamed: a filter that reaches its
+		// cost limit on a later page cuts the list with a Status.
 		items := page.Items
 		for page.Continue != "" {
 			var err error
 			if page, err = next(page.Continue); err != nil {
+				if se := filterFailure(lo.Selector); se != nil {
+					err = se
+				}
 				writeStatus(w, statusError(err, rr, ""))
 				return
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/eventapi/fieldmanager"
+	"github.com/kubevents/kubevents/eventfilter"
 	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/storage"
@@ -41,6 +42,9 @@ type Server struct {
 	retention *retention.Policy
 	// fields keeps the events' managedFields (managedfields.go).
 	fields *fieldmanager.Manager
+	// filters compiles the filter parameter of lists and watches
+	// (filter.go).
+	filters *eventfilter.Compiler
 	// folder folds creates into stored isomorphic events (fold.go).
 	folder *folder
 	// lineage resolves family.* selectors (family.go): Config.Lineage, or
@@ -105,6 +109,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.fields, err = fieldmanager.New(); err != nil {
 		return nil, err
+	}
+	if s.filters, err = eventfilter.NewCompiler(cfg.FilterLimits); err != nil {
+		return nil, fmt.Errorf("server: Config.FilterLimits: %w", err)
 	}
 	if s.discovery, err = newDiscovery(cfg.ReadOnly != ""); err != nil {
 		return nil, err

@@ -117,7 +117,15 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		writeStatus(w, se)
 		return
 	}
-	ctx := r.Context()
+	// A watch's filter is bounded per event, not summed: its cost follows
+	// the rate of changes. A filter past its limit ends the watch with an
+	// ERROR event.
+	if run := filterRun(p.opts.Selector); run != nil {
+		run.Unbudgeted()
+	}
+	ctx, stopFilter := bindFilter(r.Context(), p.opts.Selector)
+	defer stopFilter()
+	filterFailed := filterDone(p.opts.Selector)
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeStatus(w, apierrors.NewInternalError(errors.New("the connection does not support streaming")))
@@ -169,18 +177,33 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	defer watcher.Stop()
 	timeout := s.cfg.Clock.NewTimer(p.timeout)
 	defer timeout.Stop()
+	// filterCut ends the watch with its filter's failure, if that is why
+	// it ends (its context, cancelled by the failure, also closes the
+	// store's watcher).
+	filterCut := func() {
+		if se := filterFailure(p.opts.Selector); se != nil {
+			s.setWriteDeadline(w)
+			_, _ = w.Write(enc.errorFrame(se))
+			flusher.Flush()
+		}
+	}
 	if initial != nil && !s.sendInitial(ctx, w, flusher, watcher, enc, initial, timeout.C()) {
+		filterCut()
 		return
 	}
 	for {
 		select {
 		case e, ok := <-watcher.ResultChan():
 			if !ok {
+				filterCut()
 				return
 			}
 			if feed != nil {
 				joined, err := feed.admit(ctx, e)
 				if err != nil {
+					if se := filterFailure(p.opts.Selector); se != nil {
+						err = se // the filter's cut cancelled the join's list
+					}
 					s.setWriteDeadline(w)
 					_, _ = w.Write(enc.errorFrame(err))
 					return
@@ -209,6 +232,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		case <-joins:
 			events, err := feed.joined(ctx)
 			if err != nil {
+				if se := filterFailure(p.opts.Selector); se != nil {
+					err = se // the filter's cut cancelled the join's list
+				}
 				s.setWriteDeadline(w)
 				_, _ = w.Write(enc.errorFrame(err))
 				return
@@ -217,6 +243,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 				return
 			}
 			flusher.Flush()
+		case <-filterFailed:
+			filterCut()
+			return
 		case <-timeout.C():
 			return
 		case <-s.stopWatches:

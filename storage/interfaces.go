@@ -125,6 +125,22 @@ type Selector struct {
 	// candidates through the name indexes of Objects.Names and keep those
 	// Objects.Involves accepts.
 	Objects ObjectSet
+	// Predicate, when set, is a further condition no index serves (a
+	// CEL filter): backends apply it last, to the candidates the indexes
+	// and the other conditions leave. A watch evaluates it on both the
+	// previous and the current state of a change, since it may depend on
+	// any field (SameSelection says nothing about it).
+	Predicate Predicate
+}
+
+// Predicate is a condition on events that backends evaluate one event at
+// a time. Matches must be safe for concurrent use. A predicate that can
+// fail (a cost limit reached) records its error and answers false from
+// then on; its owner checks for that error after a list and while a
+// watch runs, so that a failure never passes for an empty selection.
+type Predicate interface {
+	// Matches reports whether ev is selected.
+	Matches(ev *corev1.Event) bool
 }
 
 // ObjectSet is a set of objects an event must involve, as its regarding
@@ -145,7 +161,7 @@ type ObjectSet interface {
 // SelectsAll reports whether s has no field or label selector: it selects
 // every event (of its namespace, when it names one).
 func (s Selector) SelectsAll() bool {
-	return len(s.Fields) == 0 && (s.Labels == nil || s.Labels.Empty()) && s.Objects == nil
+	return len(s.Fields) == 0 && (s.Labels == nil || s.Labels.Empty()) && s.Objects == nil && s.Predicate == nil
 }
 
 // Matches reports whether ev is selected.
@@ -159,7 +175,10 @@ func (s Selector) Matches(ev *corev1.Event) bool {
 	if s.Labels != nil && !s.Labels.Empty() && !s.Labels.Matches(labels.Set(ev.Labels)) {
 		return false
 	}
-	return s.Objects == nil || s.Objects.Involves(ev)
+	if s.Objects != nil && !s.Objects.Involves(ev) {
+		return false
+	}
+	return s.Predicate == nil || s.Predicate.Matches(ev)
 }
 
 // ListOptions selects what List returns and at which revision.

@@ -179,7 +179,7 @@ profiles at /debug/pprof/ (--profiling).`,
 	f.DurationVar(&o.requestTimeout, "request-timeout", server.DefaultRequestTimeout, "How long a request other than a watch may take before it gets 504, as kube-apiserver's flag.")
 	f.DurationVar(&o.bookmarkEvery, "watch-bookmark-interval", server.DefaultBookmarkInterval, "How long a watch with allowWatchBookmarks stays idle before it gets a BOOKMARK carrying the revision it has reached.")
 	f.StringVar(&o.admissionConfig, "admission-control-config-file", "", "kube-apiserver's AdmissionConfiguration (apiserver.config.k8s.io/v1) with an EventRateLimit entry (eventratelimit.admission.k8s.io/v1alpha1 Configuration, inline or by path): event creates, updates and patches of both API groups beyond its limits get 429 with Retry-After. Other plugins' entries are ignored.")
-	f.BoolVar(&o.extensions, "extensions", true, "Accept the field selectors kube-apiserver does not have (action, reportingInstance, related.*, involves.*, family.*); off, they get its 400.")
+	f.BoolVar(&o.extensions, "extensions", true, "Accept the field selectors kube-apiserver does not have (action, reportingInstance, related.*, involves.*, family.*) and the filter parameter of lists and watches (CEL); off, they get its 400.")
 	f.StringVar(&o.storageBackend, "storage-backend", backendPebble, "Where events are stored: pebble (embedded, under --data-dir) or etcd (--etcd-servers, in kube-apiserver's layout, so a cluster's events etcd can be shared).")
 	f.StringSliceVar(&o.etcdServers, "etcd-servers", nil, "etcd servers to connect to (scheme://ip:port), comma separated; with --storage-backend=etcd.")
 	f.StringVar(&o.etcdPrefix, "etcd-prefix", etcdstore.DefaultPrefix, "The prefix of events' keys in etcd: <prefix>/events/<namespace>/<name>.")

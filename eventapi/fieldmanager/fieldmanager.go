@@ -56,13 +56,11 @@ type Manager struct {
 // New builds the type converter from the embedded OpenAPI models and a
 // field manager per API version.
 func New() (*Manager, error) {
-	var doc struct {
-		Schemas map[string]*spec.Schema `json:"schemas"`
+	schemas, err := Schemas()
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(modelsJSON, &doc); err != nil {
-		return nil, fmt.Errorf("fieldmanager: reading the OpenAPI models: %w", err)
-	}
-	tc, err := managedfields.NewTypeConverter(doc.Schemas, false)
+	tc, err := managedfields.NewTypeConverter(schemas, false)
 	if err != nil {
 		return nil, fmt.Errorf("fieldmanager: %w", err)
 	}
@@ -75,6 +73,20 @@ func New() (*Manager, error) {
 		m.byVersion[v] = fm
 	}
 	return m, nil
+}
+
+// Schemas returns the embedded OpenAPI v3 models (see the package
+// comment) by name, such as "io.k8s.api.core.v1.Event"; references
+// between them are "#/components/schemas/<name>". Each call decodes a
+// fresh copy, which the caller may keep and modify.
+func Schemas() (map[string]*spec.Schema, error) {
+	var doc struct {
+		Schemas map[string]*spec.Schema `json:"schemas"`
+	}
+	if err := json.Unmarshal(modelsJSON, &doc); err != nil {
+		return nil, fmt.Errorf("fieldmanager: reading the OpenAPI models: %w", err)
+	}
+	return doc.Schemas, nil
 }
 
 // Update returns ev with its managed fields updated for a create (live

@@ -387,7 +387,23 @@ func (w *watcher) filter(e entry) (storage.Event, bool) {
 	cur := sel.Matches(e.obj)
 	switch e.typ {
 	case watch.Modified:
-		old := e.prev != nil && sel.Matches(e.prev) || e.sameSelection && cur
+		var old bool
+		switch {
+		case e.prev != nil:
+			old = sel.Matches(e.prev)
+		case e.sameSelection && sel.Predicate != nil:
+			// The log kept no previous state (the indexed fields did
+			// not change) but a predicate may depend on what did: the
+			// event may have left the selection, so a non-matching
+			// state is a DELETED (a no-op for a watcher without it)
+			// rather than dropped.
+			if !cur {
+				return storage.Event{Type: watch.Deleted, Object: e.obj, Revision: e.rev}, true
+			}
+			old = true
+		case e.sameSelection:
+			old = cur
+		}
 		switch {
 		case cur && old:
 			return storage.Event{Type: watch.Modified, Object: e.obj, Revision: e.rev}, true

@@ -80,6 +80,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListFieldSelectors", testListFieldSelectors},
 		{"ListLabelSelector", testListLabels},
 		{"ObjectSet", testObjectSet},
+		{"Filter", testFilter},
 		{"ListPagination", testListPagination},
 		{"ListPaginationManyLists", testListPaginationManyLists},
 		{"ListRemainingItemCount", testListRemainingItemCount},
