@@ -59,8 +59,8 @@ func (s *Server) serveLineages(w http.ResponseWriter, r *http.Request, namespace
 			return
 		}
 		fam, ok := sel.Objects.(*lineage.Family)
-		if !ok || len(sel.Fields) > 0 || (sel.Labels != nil && !sel.Labels.Empty()) {
-			writeStatus(w, apierrors.NewBadRequest(eventapi.LineageResource+" are listed by family: give family.kind and family.name (or family.uid) as the only field selectors"))
+		if !ok || len(sel.Fields) > 0 || (sel.Labels != nil && !sel.Labels.Empty()) || sel.Predicate != nil {
+			writeStatus(w, apierrors.NewBadRequest(eventapi.LineageResource+" are listed by family: give family.kind and family.name (or family.uid) as the only field selectors, and no label selector or filter"))
 			return
 		}
 		list := eventapi.LineageList{
