@@ -3,6 +3,7 @@ package lineage
 import (
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kubevents/kubevents/storage"
@@ -48,6 +49,9 @@ type Family struct {
 	spec  FamilySpec
 	roots map[ID]bool
 	ident ident
+
+	namesOnce sync.Once
+	names     []string
 }
 
 var _ storage.ObjectSet = (*Family)(nil)
@@ -171,8 +175,17 @@ func (f *Family) nodeNames(objs []Object) []string {
 }
 
 // Names implements storage.ObjectSet: the names of the members (and of
-// the named object, known or not), and with WithNodes of their Nodes.
+// the named object, known or not), and with WithNodes of their Nodes. The
+// first call's answer is kept: a family is made for one request, whose
+// list is planned with it at each page (objects learned later are still
+// in Involves; a list's later pages keep its first page's candidates).
 func (f *Family) Names() []string {
+	f.namesOnce.Do(func() { f.names = f.readNames() })
+	return f.names
+}
+
+// readNames is Names, read from the graph.
+func (f *Family) readNames() []string {
 	f.g.mu.RLock()
 	defer f.g.mu.RUnlock()
 	names := map[string]bool{}

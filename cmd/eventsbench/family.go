@@ -456,6 +456,9 @@ func (cfg *familyBenchConfig) queryPhase(ctx context.Context, bin string, kas *k
 	}
 	q.SettleS = round3(time.Since(t0).Seconds())
 	rc := restConfigAuth(ev.URL, wireProtobuf, "", nil)
+	// The answer in protobuf, as client-go's typed clients ask for
+	// built-in types when told to (the Accept header; JSON otherwise).
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	// Without a source cluster every family answer warns that ownership
 	// is learned from events only.
 	rc.WarningHandler = rest.NoWarnings{}

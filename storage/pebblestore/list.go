@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/kubevents/kubevents/storage"
@@ -201,6 +203,85 @@ func bounds(prefix []byte, ns, after string) (lower, upper, seek []byte) {
 // blocks (its members' names are neighbours in the name indexes), where
 // an iterator each loaded every level's index blocks again.
 func unionKeys(ctx context.Context, v *view, lookups []index.Lookup, ns, after string) ([]string, error) {
+	// A list's pages are served at one view: its candidates from after
+	// its start are the tail of those of its first page.
+	ck := unionCacheKey(lookups, ns)
+	if all, ok := v.unions.get(ck); ok {
+		i, _ := slices.BinarySearch(all, after)
+		if i < len(all) && all[i] == after {
+			i++
+		}
+		return all[i:], nil
+	}
+	all, err := readUnion(ctx, v, lookups, ns, "")
+	if err != nil {
+		return nil, err
+	}
+	if len(all) <= maxUnionCacheKeys {
+		v.unions.put(ck, all)
+	}
+	i, _ := slices.BinarySearch(all, after)
+	if after != "" && i < len(all) && all[i] == after {
+		i++
+	}
+	return all[i:], nil
+}
+
+// maxUnionCache bounds the candidate lists a view keeps: a few lists
+// paginated at once at one revision (a view is shared by the lists served
+// at its revision), each list's candidates once; and maxUnionCacheKeys
+// the candidates of one (a larger list runs its lookups again at each
+// page rather than hold them for the view's life).
+const (
+	maxUnionCache     = 4
+	maxUnionCacheKeys = 1 << 16
+)
+
+// unionCache is a view's small cache of multi-lookup candidates, by plan.
+type unionCache struct {
+	mu      sync.Mutex
+	entries []unionEntry
+}
+
+type unionEntry struct {
+	key  string
+	keys []string
+}
+
+func (c *unionCache) get(key string) ([]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		if e.key == key {
+			return e.keys, true
+		}
+	}
+	return nil, false
+}
+
+func (c *unionCache) put(key string, keys []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) == maxUnionCache {
+		c.entries = c.entries[1:]
+	}
+	c.entries = append(c.entries, unionEntry{key, keys})
+}
+
+// unionCacheKey identifies a multi-lookup plan within a namespace.
+func unionCacheKey(lookups []index.Lookup, ns string) string {
+	var b strings.Builder
+	b.WriteString(ns)
+	for _, l := range lookups {
+		b.WriteByte(0)
+		b.WriteByte(byte(l.ID))
+		b.WriteString(l.Value)
+	}
+	return b.String()
+}
+
+// readUnion reads the candidates of lookups after the given key.
+func readUnion(ctx context.Context, v *view, lookups []index.Lookup, ns, after string) ([]string, error) {
 	type span struct{ prefix, upper, seek []byte }
 	spans := make([]span, len(lookups))
 	for i, l := range lookups {

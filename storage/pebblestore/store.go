@@ -106,6 +106,10 @@ type view struct {
 	rev      int64
 	refs     int
 	deadline int64 // unix nanos; for retained views
+	// unions keeps the candidates of the last multi-lookup lists served
+	// at this view (list.go's unionKeys), so that the later pages of such
+	// a list, at the same view, do not run its lookups again.
+	unions unionCache
 }
 
 // Open opens (creating if needed) the store in opts.Dir, recovering its
