@@ -191,6 +191,15 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		filterCut()
 		return
 	}
+	// joinFailed ends the watch with an ERROR event when listing the
+	// events of an object joining the family failed.
+	joinFailed := func(err error) {
+		if se := filterFailure(p.opts.Selector); se != nil {
+			err = se // the filter's cut cancelled the join's list
+		}
+		s.setWriteDeadline(w)
+		_, _ = w.Write(enc.errorFrame(err))
+	}
 	for {
 		select {
 		case e, ok := <-watcher.ResultChan():
@@ -201,11 +210,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 			if feed != nil {
 				joined, err := feed.admit(ctx, e)
 				if err != nil {
-					if se := filterFailure(p.opts.Selector); se != nil {
-						err = se // the filter's cut cancelled the join's list
-					}
-					s.setWriteDeadline(w)
-					_, _ = w.Write(enc.errorFrame(err))
+					joinFailed(err)
 					return
 				}
 				if !s.writeEvents(w, enc, joined) {
@@ -232,11 +237,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		case <-joins:
 			events, err := feed.joined(ctx)
 			if err != nil {
-				if se := filterFailure(p.opts.Selector); se != nil {
-					err = se // the filter's cut cancelled the join's list
-				}
-				s.setWriteDeadline(w)
-				_, _ = w.Write(enc.errorFrame(err))
+				joinFailed(err)
 				return
 			}
 			if !s.writeEvents(w, enc, events) {
