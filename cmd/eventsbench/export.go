@@ -240,13 +240,11 @@ func runExportBench(ctx context.Context, cfg exportBenchConfig) (rep *exportRepo
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	parent, err := os.MkdirTemp(cfg.DataParent, "eventsbench-export-")
+	ctx, parent, done, err := startBench(ctx, cfg.Timeout, cfg.DataParent, "export")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(parent)
+	defer done()
 	started := time.Now()
 	rep = &exportReport{Command: cfg.Command, Started: started, Machine: machineInfo(parent), LoadAvgStart: loadAvg(),
 		Settings: map[string]any{"clients": cfg.Clients, "warmup_s": cfg.Warmup.Seconds(), "duration_s": cfg.Duration.Seconds(),

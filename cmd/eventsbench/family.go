@@ -363,13 +363,11 @@ func runFamilyBench(ctx context.Context, cfg familyBenchConfig) (rep *familyRepo
 			return nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	parent, err := os.MkdirTemp(cfg.DataParent, "eventsbench-family-")
+	ctx, parent, done, err := startBench(ctx, cfg.Timeout, cfg.DataParent, "family")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(parent)
+	defer done()
 	started := time.Now()
 	rep = &familyReport{Command: cfg.Command, Started: started, Machine: machineInfo(parent), LoadAvgStart: loadAvg(),
 		Settings: map[string]any{"phases": cfg.Phases, "events": cfg.Events, "objects": cfg.Objects, "namespaces": cfg.Namespaces,

@@ -116,13 +116,11 @@ func runFoldBench(ctx context.Context, cfg foldBenchConfig) (rep *foldReport, er
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	parent, err := os.MkdirTemp(cfg.DataParent, "eventsbench-fold-")
+	ctx, parent, done, err := startBench(ctx, cfg.Timeout, cfg.DataParent, "fold")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(parent)
+	defer done()
 	started := time.Now()
 	rep = &foldReport{Command: cfg.Command, Started: started, Machine: machineInfo(parent), LoadAvgStart: loadAvg(),
 		Settings: map[string]any{"repeats": cfg.Repeats, "objects": cfg.Objects, "per_object": cfg.PerObject, "clients": cfg.Clients,

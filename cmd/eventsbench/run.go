@@ -848,3 +848,19 @@ func homeRelative(p string) string {
 	}
 	return strings.ReplaceAll(p, "="+home+"/", "=~/")
 }
+
+// startBench begins a benchmark mode's run: its context, bounded by
+// timeout, and a new temporary directory under dataParent named for the
+// mode; done removes the directory and cancels the context.
+func startBench(ctx context.Context, timeout time.Duration, dataParent, mode string) (context.Context, string, func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	dir, err := os.MkdirTemp(dataParent, "eventsbench-"+mode+"-")
+	if err != nil {
+		cancel()
+		return nil, "", nil, err
+	}
+	return ctx, dir, func() {
+		os.RemoveAll(dir)
+		cancel()
+	}, nil
+}
