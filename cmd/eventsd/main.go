@@ -372,8 +372,12 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	var store storage.Interface
+	// The lineage learns from the store once it is open: a failed start
+	// stops it before the store closes under it.
+	var lin *runningLineage
 	failStart := func(err error) error {
 		ln.Close()
+		lin.Stop()
 		if store == nil {
 			return err
 		}
@@ -421,7 +425,6 @@ func run(ctx context.Context, o options) error {
 		scfg.ReadOnly = fmt.Sprintf("eventsd mirrors the events of a cluster (%s): they are read-only here; write events to that cluster's kube-apiserver", src.name)
 		scfg.ReadyChecks = append(scfg.ReadyChecks, mir)
 	}
-	var lin *runningLineage
 	if o.lineage {
 		if lin, err = startLineage(ctx, store, lineageCfg, reg, log); err != nil {
 			return failStart(err)
@@ -434,7 +437,6 @@ func run(ctx context.Context, o options) error {
 	}
 	srv, err = server.New(scfg)
 	if err != nil {
-		lin.Stop()
 		return failStart(err)
 	}
 	// The exporter runs until the server has stopped taking writes, and
