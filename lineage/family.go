@@ -260,16 +260,15 @@ func alive(o *Object, first, last time.Time) bool {
 // member reports whether o is a root or owned by one, transitively; under
 // g.mu.
 func (f *Family) member(o *Object) bool {
-	seen := map[ID]bool{}
+	// maxDepth bounds the walk up, cycles of owner references included.
 	var up func(o *Object, depth int) bool
 	up = func(o *Object, depth int) bool {
 		if f.roots[o.ID] {
 			return true
 		}
-		if depth > maxDepth || seen[o.ID] {
+		if depth > maxDepth {
 			return false
 		}
-		seen[o.ID] = true
 		for _, ow := range o.Owners {
 			if f.roots[ow] {
 				return true

@@ -203,25 +203,24 @@ func bounds(prefix []byte, ns, after string) (lower, upper, seek []byte) {
 // blocks (its members' names are neighbours in the name indexes), where
 // an iterator each loaded every level's index blocks again.
 func unionKeys(ctx context.Context, v *view, lookups []index.Lookup, ns, after string) ([]string, error) {
-	// A list's pages are served at one view: its candidates from after
-	// its start are the tail of those of its first page.
+	// A list's pages are served at one view: its candidates after a later
+	// page's start are the tail of those its first page read and kept. A
+	// later page without them (too many to keep, or pushed out) reads
+	// from its start.
 	ck := unionCacheKey(lookups, ns)
-	if all, ok := v.unions.get(ck); ok {
-		i, _ := slices.BinarySearch(all, after)
-		if i < len(all) && all[i] == after {
-			i++
+	all, ok := v.unions.get(ck)
+	if !ok {
+		var err error
+		if all, err = readUnion(ctx, v, lookups, ns, after); err != nil || after != "" {
+			return all, err
 		}
-		return all[i:], nil
+		if len(all) <= maxUnionCacheKeys {
+			v.unions.put(ck, all)
+		}
+		return all, nil
 	}
-	all, err := readUnion(ctx, v, lookups, ns, "")
-	if err != nil {
-		return nil, err
-	}
-	if len(all) <= maxUnionCacheKeys {
-		v.unions.put(ck, all)
-	}
-	i, _ := slices.BinarySearch(all, after)
-	if after != "" && i < len(all) && all[i] == after {
+	i, found := slices.BinarySearch(all, after)
+	if found {
 		i++
 	}
 	return all[i:], nil
