@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/kubevents/kubevents/storage"
@@ -202,7 +203,7 @@ func bounds(prefix []byte, ns, after string) (lower, upper, seek []byte) {
 // seek forward in key order: a family's hundreds of lookups share its
 // blocks (its members' names are neighbours in the name indexes), where
 // an iterator each loaded every level's index blocks again.
-func unionKeys(ctx context.Context, v *view, lookups []index.Lookup, ns, after string) ([]string, error) {
+func unionKeys(ctx context.Context, v *view, kept *atomic.Int64, lookups []index.Lookup, ns, after string) ([]string, error) {
 	// A list's pages are served at one view: its candidates after a later
 	// page's start are the tail of those its first page read and kept. A
 	// later page without them (too many to keep, or pushed out) reads
@@ -215,7 +216,7 @@ func unionKeys(ctx context.Context, v *view, lookups []index.Lookup, ns, after s
 			return all, err
 		}
 		if len(all) <= maxUnionCacheKeys {
-			v.unions.put(ck, all)
+			v.unions.put(ck, all, kept)
 		}
 		return all, nil
 	}
@@ -228,18 +229,23 @@ func unionKeys(ctx context.Context, v *view, lookups []index.Lookup, ns, after s
 
 // maxUnionCache bounds the candidate lists a view keeps: a few lists
 // paginated at once at one revision (a view is shared by the lists served
-// at its revision), each list's candidates once; and maxUnionCacheKeys
-// the candidates of one (a larger list runs its lookups again at each
-// page rather than hold them for the view's life).
+// at its revision), each list's candidates once; maxUnionCacheKeys the
+// candidates of one (a larger list runs its lookups again at each page
+// rather than hold them for the view's life); and maxUnionKeysKept those
+// of every view together (retained views are many: Options.MaxListSnapshots),
+// about 50 MiB of keys at most.
 const (
 	maxUnionCache     = 4
 	maxUnionCacheKeys = 1 << 16
+	maxUnionKeysKept  = 1 << 20
 )
 
-// unionCache is a view's small cache of multi-lookup candidates, by plan.
+// unionCache is a view's small cache of multi-lookup candidates, by plan;
+// kept counts the candidates of every view's cache (Store.unionKeysKept).
 type unionCache struct {
 	mu      sync.Mutex
 	entries []unionEntry
+	kept    *atomic.Int64
 }
 
 type unionEntry struct {
@@ -258,13 +264,32 @@ func (c *unionCache) get(key string) ([]string, bool) {
 	return nil, false
 }
 
-func (c *unionCache) put(key string, keys []string) {
+// put keeps keys under key, unless every view's caches hold too many
+// candidates already.
+func (c *unionCache) put(key string, keys []string, kept *atomic.Int64) {
+	n := int64(len(keys))
+	if kept.Add(n) > maxUnionKeysKept {
+		kept.Add(-n)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.kept = kept
 	if len(c.entries) == maxUnionCache {
+		kept.Add(-int64(len(c.entries[0].keys)))
 		c.entries = c.entries[1:]
 	}
 	c.entries = append(c.entries, unionEntry{key, keys})
+}
+
+// drop forgets the cache's candidates, when its view is closed.
+func (c *unionCache) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		c.kept.Add(-int64(len(e.keys)))
+	}
+	c.entries = nil
 }
 
 // unionCacheKey identifies a multi-lookup plan within a namespace.
@@ -399,7 +424,7 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 // candidates are read with one iterator over the objects, seeking forward
 // in key order, rather than a point read each.
 func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, lookups []index.Lookup, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
-	keys, err := unionKeys(ctx, v, lookups, ns, after)
+	keys, err := unionKeys(ctx, v, &s.unionKeysKept, lookups, ns, after)
 	if err != nil || len(keys) == 0 {
 		return nil, "", false, err
 	}

@@ -23,6 +23,10 @@ import (
 
 // Store is the pebble-backed storage.Interface.
 type Store struct {
+	// unionKeysKept counts the multi-lookup candidates every view keeps
+	// (list.go's unionCache), bounded by maxUnionKeysKept.
+	unionKeysKept atomic.Int64
+
 	opts Options
 	// db is replaced only by the committer (see reopen), under dbMu and
 	// with no view of it left; others read it under dbMu.
@@ -347,6 +351,7 @@ func (s *Store) newViewLocked(rev int64) *view {
 func (s *Store) unrefLocked(v *view) {
 	v.refs--
 	if v.refs == 0 {
+		v.unions.drop()
 		v.snap.Close()
 		s.live--
 		if s.live == 0 {
