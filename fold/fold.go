@@ -72,30 +72,12 @@ func seriesStyle(ev *corev1.Event) bool {
 	return ev.Series != nil || !ev.EventTime.IsZero()
 }
 
-// Occurrences returns how many occurrences ev reports: its series count,
-// or its count, and at least 1.
-func Occurrences(ev *corev1.Event) int32 {
-	n := ev.Count
-	if ev.Series != nil {
-		n = ev.Series.Count
-	}
-	return max(n, 1)
-}
+// Occurrences returns how many occurrences ev reports
+// (eventapi.Occurrences).
+func Occurrences(ev *corev1.Event) int32 { return eventapi.Occurrences(ev) }
 
-// LastObserved returns when ev was last observed: its series' last
-// observed time, else its lastTimestamp, else its eventTime, else its
-// creation.
-func LastObserved(ev *corev1.Event) time.Time {
-	switch {
-	case ev.Series != nil && !ev.Series.LastObservedTime.IsZero():
-		return ev.Series.LastObservedTime.Time
-	case !ev.LastTimestamp.IsZero():
-		return ev.LastTimestamp.Time
-	case !ev.EventTime.IsZero():
-		return ev.EventTime.Time
-	}
-	return ev.CreationTimestamp.Time
-}
+// LastObserved returns when ev was last observed (eventapi.LastObserved).
+func LastObserved(ev *corev1.Event) time.Time { return eventapi.LastObserved(ev) }
 
 // Choose returns the stored event that ev, created through v, folds
 // into: among candidates isomorphic to ev and last observed no longer

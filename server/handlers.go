@@ -1006,7 +1006,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 }
 
 // parseSelector reads the namespace of rr and the fieldSelector,
-// labelSelector and filter parameters of a list or a watch, resolving
+// labelSelector, filter, since and until parameters of a list or a watch, resolving
 // family.* terms into the selector's object set (with their warnings on
 // w).
 func (s *Server) parseSelector(w http.ResponseWriter, q url.Values, rr resourceRequest) (storage.Selector, *apierrors.StatusError) {
@@ -1027,6 +1027,9 @@ func (s *Server) parseSelector(w http.ResponseWriter, q url.Values, rr resourceR
 		sel.Labels = ls
 	}
 	if se := s.parseFilter(q, rr, &sel); se != nil {
+		return sel, se
+	}
+	if se := s.parseTimeRange(q, rr, &sel); se != nil {
 		return sel, se
 	}
 	return sel, nil

@@ -59,8 +59,8 @@ func (s *Server) serveLineages(w http.ResponseWriter, r *http.Request, namespace
 			return
 		}
 		fam, ok := sel.Objects.(*lineage.Family)
-		if !ok || len(sel.Fields) > 0 || (sel.Labels != nil && !sel.Labels.Empty()) || sel.Predicate != nil {
-			writeStatus(w, apierrors.NewBadRequest(eventapi.LineageResource+" are listed by family: give family.kind and family.name (or family.uid) as the only field selectors, and no label selector or filter"))
+		if !ok || len(sel.Fields) > 0 || (sel.Labels != nil && !sel.Labels.Empty()) || sel.Predicate != nil || !sel.Since.IsZero() || !sel.Until.IsZero() {
+			writeStatus(w, apierrors.NewBadRequest(eventapi.LineageResource+" are listed by family: give family.kind and family.name (or family.uid) as the only field selectors, and no label selector, filter or time range"))
 			return
 		}
 		list := eventapi.LineageList{

@@ -131,6 +131,11 @@ type Selector struct {
 	// previous and the current state of a change, since it may depend on
 	// any field (SameSelection says nothing about it).
 	Predicate Predicate
+	// Since and Until, when set, restrict to the events last observed
+	// (eventapi.LastObserved) at or after Since and before Until: a time
+	// range, which backends serve from their time index when no narrower
+	// index applies.
+	Since, Until time.Time
 }
 
 // Predicate is a condition on events that backends evaluate one event at
@@ -161,7 +166,16 @@ type ObjectSet interface {
 // SelectsAll reports whether s has no field or label selector: it selects
 // every event (of its namespace, when it names one).
 func (s Selector) SelectsAll() bool {
-	return len(s.Fields) == 0 && (s.Labels == nil || s.Labels.Empty()) && s.Objects == nil && s.Predicate == nil
+	return len(s.Fields) == 0 && (s.Labels == nil || s.Labels.Empty()) && s.Objects == nil && s.Predicate == nil && s.Since.IsZero() && s.Until.IsZero()
+}
+
+// InRange reports whether ev was last observed within s's time range.
+func (s Selector) InRange(ev *corev1.Event) bool {
+	if s.Since.IsZero() && s.Until.IsZero() {
+		return true
+	}
+	t := eventapi.LastObserved(ev)
+	return (s.Since.IsZero() || !t.Before(s.Since)) && (s.Until.IsZero() || t.Before(s.Until))
 }
 
 // Matches reports whether ev is selected.
@@ -176,6 +190,9 @@ func (s Selector) Matches(ev *corev1.Event) bool {
 		return false
 	}
 	if s.Objects != nil && !s.Objects.Involves(ev) {
+		return false
+	}
+	if !s.InRange(ev) {
 		return false
 	}
 	return s.Predicate == nil || s.Predicate.Matches(ev)
