@@ -63,6 +63,9 @@ type clients struct {
 	// lineages lists eventsd's lineages (events.kubevents.io/v1), with
 	// cs's configuration.
 	lineages lineagesIn
+	// facets summarizes eventsd's events (events.kubevents.io/v1), with
+	// cs's configuration.
+	facets facetsIn
 	// group is the API group events are read from.
 	group string
 	// timeout is --request-timeout, parsed; 0 means none.
@@ -123,8 +126,12 @@ func (c *connFlags) client() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
+	facets, err := kubeventsFacets(cfg)
+	if err != nil {
+		return nil, err
+	}
 	out := &clients{cs: cs, watch: wcs, events: upstreamEvents(cs), watchEvents: upstreamEvents(wcs), lineages: lineages,
-		group: group, timeout: cfg.Timeout, ns: ns}
+		facets: facets, group: group, timeout: cfg.Timeout, ns: ns}
 	if group == groupKubevents {
 		if out.events, err = kubeventsEvents(cfg); err != nil {
 			return nil, err

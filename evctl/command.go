@@ -92,7 +92,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	root.SetErr(errOut)
 	e.conn.add(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "", "Output format: wide, json or yaml.")
-	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand())
+	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand(), e.topCommand())
 	buildinfo.AddVersionFlag(root)
 	return root
 }
