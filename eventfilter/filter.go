@@ -105,7 +105,7 @@ var ErrCostExceeded = errors.New("filter exceeded its cost limit")
 type Filter struct {
 	expr    string
 	version eventapi.Version
-	schema  *spec.Schema
+	schema  common.Schema // the shape's, shared (a cachedSchema)
 	program cel.Program
 	limits  Limits
 	// estimate is the expression's estimated worst-case cost on one
@@ -217,7 +217,7 @@ func (f *Filter) Eval(ctx context.Context, ev *corev1.Event) (bool, uint64, erro
 	if f.version.Shape() == eventapi.EventsV1 {
 		obj = eventapi.ToEventsV1(ev)
 	}
-	val := common.TypedToVal(obj, &openapi.Schema{Schema: f.schema})
+	val := common.TypedToVal(obj, f.schema)
 	out, det, err := f.program.ContextEval(ctx, map[string]any{VariableName: val})
 	var cost uint64
 	if det != nil && det.ActualCost() != nil {
@@ -242,8 +242,10 @@ func (f *Filter) Eval(ctx context.Context, ev *corev1.Event) (bool, uint64, erro
 
 // env is the CEL environment of one shape.
 type env struct {
-	env      *cel.Env
-	schema   *spec.Schema
+	env *cel.Env
+	// schema is the shape's schema for common.TypedToVal, kept across
+	// evaluations (cachedSchema).
+	schema   common.Schema
 	declType *apiservercel.DeclType
 }
 
@@ -285,7 +287,7 @@ func newEnv(shape eventapi.Version) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventfilter: building the CEL environment: %w", err)
 	}
-	return &env{env: ce, schema: s, declType: declType}, nil
+	return &env{env: ce, schema: newCachedSchema(&openapi.Schema{Schema: s}), declType: declType}, nil
 }
 
 // sizeEstimator bounds the sizes of `object`'s strings, lists and maps
