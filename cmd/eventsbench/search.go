@@ -39,6 +39,7 @@ type searchBenchConfig struct {
 	Page        int64         `json:"reference_page"`
 	FillWorkers int           `json:"fill_workers"`
 	DataParent  string        `json:"-"`
+	ProfileDir  string        `json:"-"`
 	Timeout     time.Duration `json:"-"`
 	Log         io.Writer     `json:"-"`
 }
@@ -86,6 +87,24 @@ type searchCaseResult struct {
 	Served      latencies `json:"served"`
 	PlainList   latencies `json:"plain_list"`
 	ListedItems int64     `json:"plain_list_items"`
+	Profile     string    `json:"profile,omitempty"`
+}
+
+// ask asks eventsd the question of the case named name once, for a
+// profile.
+func (cfg *searchBenchConfig) ask(ctx context.Context, cs kubernetes.Interface, name string) error {
+	req := cs.CoreV1().RESTClient().Get()
+	if strings.HasPrefix(name, "filter") {
+		req = req.Namespace(namespaceName(0)).Resource("events").Param("filter", searchFilter)
+	} else {
+		since := "1h"
+		if strings.Contains(name, "day") {
+			since = "24h"
+		}
+		req = req.AbsPath("/apis/events.kubevents.io/v1/facets").Param("since", since)
+	}
+	_, err := req.DoRaw(ctx)
+	return err
 }
 
 func newSearchCommand() *cobra.Command {
@@ -122,6 +141,7 @@ Each pair's answers must be equal: the same events, the same counts.`,
 	f.IntVar(&cfg.Repeats, "repeats", cfg.Repeats, "Times each question is asked of each side.")
 	f.Int64Var(&cfg.Page, "page", cfg.Page, "Page size (limit) of the plain lists.")
 	f.IntVar(&cfg.FillWorkers, "fill-workers", cfg.FillWorkers, "Goroutines writing the store.")
+	f.StringVar(&cfg.ProfileDir, "profile-dir", "", "Run eventsd with --profiling and write CPU profiles here: of 10 s of each question asked of eventsd over and over, after the measured ones.")
 	f.StringVar(&cfg.DataParent, "data-parent", "", "Directory for the temporary data directory (default: the system temp dir).")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "Give up after this long.")
 	return cmd
@@ -162,7 +182,14 @@ func runSearchBench(ctx context.Context, cfg searchBenchConfig) (rep *searchRepo
 	}
 	rep.FillS = round3(time.Since(t).Seconds())
 	cfg.logf("filled %d events in %.0fs; starting eventsd", cfg.Events, rep.FillS)
-	ev, err := startEventsd(ctx, bin, data, "--event-ttl", "48h")
+	args := []string{"--event-ttl", "48h"}
+	if cfg.ProfileDir != "" {
+		if err := os.MkdirAll(cfg.ProfileDir, 0o755); err != nil {
+			return rep, err
+		}
+		args = append(args, "--profiling")
+	}
+	ev, err := startEventsd(ctx, bin, data, args...)
 	if err != nil {
 		return rep, err
 	}
@@ -186,6 +213,13 @@ func runSearchBench(ctx context.Context, cfg searchBenchConfig) (rep *searchRepo
 		c, err := run(ctx, cs)
 		if err != nil {
 			return rep, err
+		}
+		if cfg.ProfileDir != "" {
+			path := filepath.Join(cfg.ProfileDir, fmt.Sprintf("search-%d.pprof", len(rep.Cases)))
+			if err := profileWhile(ctx, ev.URL, path, 10, func() error { return cfg.ask(ctx, cs, c.Name) }); err != nil {
+				return rep, err
+			}
+			c.Profile = path
 		}
 		cfg.logf("%s: served p50 %.0f ms, plain list p50 %.0f ms (%s)", c.Name, c.Served.P50Ms, c.PlainList.P50Ms, c.Answer)
 		rep.Cases = append(rep.Cases, c)
