@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -63,6 +64,11 @@ type clients struct {
 	// lineages lists eventsd's lineages (events.kubevents.io/v1), with
 	// cs's configuration.
 	lineages lineagesIn
+	// search lists a page of the events of --api-group with eventsd's
+	// filter and time range, and facets reads eventsd's summaries, with
+	// cs's configuration.
+	search searchIn
+	facets facetsIn
 	// group is the API group events are read from.
 	group string
 	// timeout is --request-timeout, parsed; 0 means none.
@@ -123,12 +129,22 @@ func (c *connFlags) client() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
+	facets, err := kubeventsFacets(cfg)
+	if err != nil {
+		return nil, err
+	}
 	out := &clients{cs: cs, watch: wcs, events: upstreamEvents(cs), watchEvents: upstreamEvents(wcs), lineages: lineages,
+		search: restSearch(cs.EventsV1().RESTClient(), scheme.ParameterCodec), facets: facets,
 		group: group, timeout: cfg.Timeout, ns: ns}
 	if group == groupKubevents {
 		if out.events, err = kubeventsEvents(cfg); err != nil {
 			return nil, err
 		}
+		rc, pc, err := kubeventsREST(cfg)
+		if err != nil {
+			return nil, err
+		}
+		out.search = restSearch(rc, pc)
 		if out.watchEvents, err = kubeventsEvents(&wcfg); err != nil {
 			return nil, err
 		}

@@ -119,6 +119,12 @@ type querier struct {
 	watchEvents eventsIn
 	// lineages lists a family's objects (eventsd's lineages).
 	lineages lineagesIn
+	// search lists a page of events with eventsd's filter and time
+	// range; facets reads eventsd's summaries.
+	search searchIn
+	facets facetsIn
+	// group is the API group events are read from.
+	group string
 	// timeout bounds how long a watch may take to start (0: forever).
 	timeout time.Duration
 	clock   clock.WithDelayedExecution
