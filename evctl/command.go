@@ -85,7 +85,8 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
   evctl get --for pod/web-1 --since 10m --type Warning
   evctl timeline deployment/web      # it and all it owns (ReplicaSets, Pods), as a tree, with their events
   evctl watch --controller kubelet   # sorted, resumes after disconnects without duplicates or gaps
-  evctl search 'object.note.contains("OOM")' -A --since 1h   # eventsd's CEL filter over a time range`,
+  evctl search 'object.note.contains("OOM")' -A --since 1h   # eventsd's CEL filter over a time range
+  evctl mcp                          # the same questions from an AI assistant, over the Model Context Protocol`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -93,7 +94,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	root.SetErr(errOut)
 	e.conn.add(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "", "Output format: wide, json or yaml.")
-	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand(), e.searchCommand())
+	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand(), e.searchCommand(), e.mcpCommand())
 	buildinfo.AddVersionFlag(root)
 	return root
 }
