@@ -65,9 +65,10 @@ type clients struct {
 	// cs's configuration.
 	lineages lineagesIn
 	// search lists a page of the events of --api-group with eventsd's
-	// filter and time range, and facets reads eventsd's summaries, with
-	// cs's configuration.
+	// filter and time range, with cs's configuration.
 	search searchIn
+	// facets summarizes eventsd's events (events.kubevents.io/v1), with
+	// cs's configuration.
 	facets facetsIn
 	// group is the API group events are read from.
 	group string

@@ -94,7 +94,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	root.SetErr(errOut)
 	e.conn.add(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "", "Output format: wide, json or yaml.")
-	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand(), e.searchCommand(), e.mcpCommand())
+	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand(), e.searchCommand(), e.topCommand(), e.mcpCommand())
 	buildinfo.AddVersionFlag(root)
 	return root
 }
@@ -132,7 +132,7 @@ func (e *env) setup(ff *filterFlags) (q *querier, f filter, listNS, ns string, e
 // command run, or per MCP tool call.
 func (c *clients) querier() *querier {
 	return &querier{cs: c.cs, events: c.events, watchEvents: c.watchEvents, lineages: c.lineages,
-		search: c.search, facets: c.facets, group: c.group, timeout: c.timeout, clock: clock.RealClock{}}
+		search: c.search, group: c.group, timeout: c.timeout, clock: clock.RealClock{}}
 }
 
 // runE wraps a command's RunE so that a request that ran out of

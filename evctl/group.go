@@ -132,6 +132,41 @@ func kubeventsLineages(cfg *rest.Config) (lineagesIn, error) {
 	}, nil
 }
 
+// facetsIn summarizes the events of namespace ns ("" for all) that the
+// query's parameters (fieldSelector, filter, since, until, top, bucket)
+// select: eventsd's events.kubevents.io/v1 facets.
+type facetsIn func(ctx context.Context, ns string, params map[string]string) (*eventapi.FacetList, error)
+
+// kubeventsFacets reads eventsd's facets with cfg. A server without them
+// answers 404.
+func kubeventsFacets(cfg *rest.Config) (facetsIn, error) {
+	rc, _, err := kubeventsREST(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, ns string, params map[string]string) (*eventapi.FacetList, error) {
+		req := rc.Get().Namespace(ns).Resource(eventapi.FacetResource)
+		for k, v := range params {
+			if v != "" {
+				req = req.Param(k, v)
+			}
+		}
+		res := req.Do(ctx)
+		if err := res.Error(); err != nil {
+			return nil, err
+		}
+		raw, err := res.Raw()
+		if err != nil {
+			return nil, err
+		}
+		out := &eventapi.FacetList{}
+		if err := json.Unmarshal(raw, out); err != nil {
+			return nil, fmt.Errorf("reading the %s: %w", eventapi.FacetResource, err)
+		}
+		return out, nil
+	}, nil
+}
+
 // kubeventsClient is eventsClient over events.kubevents.io/v1.
 type kubeventsClient struct {
 	rc rest.Interface

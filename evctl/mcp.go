@@ -483,15 +483,9 @@ func (t *mcpTools) eventFacets(ctx context.Context, _ *mcp.CallToolRequest, in F
 	if err != nil {
 		return nil, out, err
 	}
-	params := searchSpec{filter: in.Filter, since: in.Since, until: in.Until}.params()
-	if in.FieldSelector != "" {
-		params.Set("fieldSelector", in.FieldSelector)
-	}
+	params := map[string]string{"fieldSelector": in.FieldSelector, "filter": in.Filter, "since": in.Since, "until": in.Until, "bucket": in.Bucket}
 	if in.Top > 0 {
-		params.Set("top", strconv.Itoa(in.Top))
-	}
-	if in.Bucket != "" {
-		params.Set("bucket", in.Bucket)
+		params["top"] = strconv.Itoa(in.Top)
 	}
 	l, err := t.c.facets(ctx, ns, params)
 	switch {

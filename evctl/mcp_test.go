@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -230,6 +231,38 @@ func TestMCPTools(t *testing.T) {
 		t.Errorf("family_timeline since 30m: %q", got)
 	}
 
+	// Facets: occurrences (each fixture event counts 2) and events by
+	// reason, against a brute-force count.
+	var facets FacetsOutput
+	call(t, cs, "event_facets", map[string]any{"namespace": "dev", "since": "1h", "filter": `object.type == "Warning"`, "bucket": "30m"}, &facets)
+	wantEvents := map[string]int64{}
+	var total int64
+	for _, e := range evs {
+		if e.ns == "dev" && e.typ == "Warning" && !e.last.Before(at(time.Hour)) {
+			wantEvents[e.reason]++
+			total++
+		}
+	}
+	gotEvents := map[string]int64{}
+	var buckets int
+	for _, f := range facets.Fields {
+		for _, v := range f.Values {
+			switch f.Field {
+			case "reason":
+				gotEvents[v.Value] = v.Events
+				if v.Occurrences != 2*v.Events {
+					t.Errorf("event_facets reason %s: %d occurrences of %d events, want twice as many", v.Value, v.Occurrences, v.Events)
+				}
+			case "time":
+				buckets++
+			}
+		}
+	}
+	if !maps.Equal(gotEvents, wantEvents) || facets.Events != total || facets.Occurrences != 2*total || total == 0 ||
+		facets.BucketSeconds != 1800 || buckets < 2 {
+		t.Errorf("event_facets: %+v\nwant by reason %v, %d events in 30-minute buckets", facets, wantEvents, total)
+	}
+
 	// Errors are tool errors with the reason, the server's included.
 	for _, c := range []struct {
 		tool string
@@ -246,6 +279,7 @@ func TestMCPTools(t *testing.T) {
 		{"family_timeline", map[string]any{}, "name the object"},
 		{"family_timeline", map[string]any{"kind": "pod", "name": "x", "uid": "u"}, "not both"},
 		{"event_facets", map[string]any{"top": 1000}, "top must be between"},
+		{"event_facets", map[string]any{"filter": "object.note"}, "bool"},
 	} {
 		if got := callError(t, cs, c.tool, c.args); !strings.Contains(got, c.want) {
 			t.Errorf("%s %v: %q, want it to contain %q", c.tool, c.args, got, c.want)

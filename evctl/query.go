@@ -120,9 +120,8 @@ type querier struct {
 	// lineages lists a family's objects (eventsd's lineages).
 	lineages lineagesIn
 	// search lists a page of events with eventsd's filter and time
-	// range; facets reads eventsd's summaries.
+	// range.
 	search searchIn
-	facets facetsIn
 	// group is the API group events are read from.
 	group string
 	// timeout bounds how long a watch may take to start (0: forever).

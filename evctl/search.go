@@ -2,7 +2,6 @@ package evctl
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"net/url"
@@ -16,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-
-	"github.com/kubevents/kubevents/eventapi"
 )
 
 // The query parameters of eventsd's searches beyond ListOptions: the
@@ -57,34 +54,6 @@ func withParams(req *rest.Request, params url.Values) *rest.Request {
 		}
 	}
 	return req
-}
-
-// facetsIn reads eventsd's summary (events.kubevents.io/v1 facets) of the
-// events in ns ("" for all) that params select.
-type facetsIn func(ctx context.Context, ns string, params url.Values) (*eventapi.FacetList, error)
-
-// kubeventsFacets reads eventsd's facets with cfg. A server without them
-// answers 404.
-func kubeventsFacets(cfg *rest.Config) (facetsIn, error) {
-	rc, _, err := kubeventsREST(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return func(ctx context.Context, ns string, params url.Values) (*eventapi.FacetList, error) {
-		res := withParams(rc.Get().Namespace(ns).Resource(eventapi.FacetResource), params).Do(ctx)
-		if err := res.Error(); err != nil {
-			return nil, err // Error, unlike Raw, reads the server's Status
-		}
-		raw, err := res.Raw()
-		if err != nil {
-			return nil, err
-		}
-		out := &eventapi.FacetList{}
-		if err := json.Unmarshal(raw, out); err != nil {
-			return nil, fmt.Errorf("reading the %s: %w", eventapi.FacetResource, err)
-		}
-		return out, nil
-	}, nil
 }
 
 // searchable says why the events read from group on the server disc

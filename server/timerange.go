@@ -53,7 +53,7 @@ func (s *Server) parseTimeRange(q url.Values, rr resourceRequest, sel *storage.S
 }
 
 // parseTimeBound parses a time range's bound: an RFC 3339 time, or a
-// positive duration (time.ParseDuration's syntax, such as 1h or 15m) back
+// duration (0s: now) (time.ParseDuration's syntax, such as 1h or 15m) back
 // from now.
 func parseTimeBound(v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
@@ -63,8 +63,8 @@ func parseTimeBound(v string, now time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("invalid value %q: give an RFC 3339 time (2006-01-02T15:04:05Z) or a duration back from now (1h, 15m)", v)
 	}
-	if d <= 0 {
-		return time.Time{}, fmt.Errorf("invalid value %q: a duration back from now must be positive", v)
+	if d < 0 {
+		return time.Time{}, fmt.Errorf("invalid value %q: a duration back from now must not be negative", v)
 	}
 	return now.Add(-d), nil
 }

@@ -72,14 +72,14 @@ func TestTimeRangeLists(t *testing.T) {
 	}
 }
 
-// TestTimeRangeRefused: a bound that is neither a time nor a positive
-// duration, an empty range, a time range on a watch, or any time range
+// TestTimeRangeRefused: a bound that is neither a time nor a duration
+// (not negative), an empty range, a time range on a watch, or any time range
 // with extensions off, is 400 saying why.
 func TestTimeRangeRefused(t *testing.T) {
 	e := newEnv(t, time.Hour)
 	for _, c := range []struct{ path, query, msg string }{
 		{"/api/v1/events", "since=yesterday", "give an RFC 3339 time"},
-		{"/api/v1/events", "until=-5m", "must be positive"},
+		{"/api/v1/events", "until=-5m", "must not be negative"},
 		{"/api/v1/events", "since=1h&since=2h", "at most one"},
 		{"/api/v1/events", "since=1h&until=2h", "must be after since"},
 		{"/api/v1/watch/events", "since=1h", "since applies to lists"},
