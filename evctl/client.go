@@ -110,7 +110,7 @@ func (c *connFlags) client() (*clients, error) {
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.UserAgent = "evctl"
 	if c.warnings != nil {
-		cfg.WarningHandler = rest.NewWarningWriter(c.warnings, rest.WarningWriterOptions{Deduplicate: true})
+		cfg.WarningHandlerWithContext = routedWarnings{fallback: rest.NewWarningWriter(c.warnings, rest.WarningWriterOptions{Deduplicate: true})}
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

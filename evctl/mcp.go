@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/kubevents/kubevents/eventapi"
@@ -30,8 +33,9 @@ type MCPConfig struct {
 	// MaxNoteBytes cuts each event's note (default 512 bytes), marked.
 	MaxNoteBytes int
 	// MaxFacetTop is the most values per field event_facets may ask for
-	// (default 100).
-	MaxFacetTop int
+	// (default 100); MaxBuckets the most time buckets it returns, the
+	// latest, leaving out the empty ones (default 100).
+	MaxFacetTop, MaxBuckets int
 	// Clock is what durations back from now are counted from in the
 	// timelines' since and until (default the real clock; searches and
 	// facets send them to the server, which counts on its own).
@@ -49,6 +53,7 @@ func (c MCPConfig) withDefaults() MCPConfig {
 	def(&c.MaxObjects, 200)
 	def(&c.MaxNoteBytes, 512)
 	def(&c.MaxFacetTop, 100)
+	def(&c.MaxBuckets, 100)
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
@@ -201,6 +206,7 @@ type SearchOutput struct {
 }
 
 func (t *mcpTools) searchEvents(ctx context.Context, _ *mcp.CallToolRequest, in SearchInput) (*mcp.CallToolResult, SearchOutput, error) {
+	ctx, warnings := collectWarnings(ctx)
 	out := SearchOutput{Events: []EventSummary{}}
 	n, err := t.limit(in.Limit)
 	if err != nil {
@@ -234,8 +240,9 @@ func (t *mcpTools) searchEvents(ctx context.Context, _ *mcp.CallToolRequest, in 
 	}
 	out.Continue = l.Continue
 	if out.Continue != "" {
-		out.Notes = append(out.Notes, "more events match: call again with this continue token")
+		out.Notes = append(out.Notes, "more events may match: call again with this continue token")
 	}
+	out.Notes = append(out.Notes, warnings.notes()...)
 	return nil, out, nil
 }
 
@@ -294,6 +301,7 @@ func notes(q *querier, out *[]string) {
 }
 
 func (t *mcpTools) objectTimeline(ctx context.Context, _ *mcp.CallToolRequest, in ObjectInput) (*mcp.CallToolResult, TimelineOutput, error) {
+	ctx, warnings := collectWarnings(ctx)
 	out := TimelineOutput{Events: []EventSummary{}}
 	n, err := t.limit(in.Limit)
 	if err != nil {
@@ -328,6 +336,7 @@ func (t *mcpTools) objectTimeline(ctx context.Context, _ *mcp.CallToolRequest, i
 	for _, r := range rows {
 		out.Events = append(out.Events, t.summary(r, r.role))
 	}
+	out.Notes = append(out.Notes, warnings.notes()...)
 	return nil, out, nil
 }
 
@@ -361,6 +370,7 @@ type FamilyOutput struct {
 }
 
 func (t *mcpTools) familyTimeline(ctx context.Context, _ *mcp.CallToolRequest, in FamilyInput) (*mcp.CallToolResult, FamilyOutput, error) {
+	ctx, warnings := collectWarnings(ctx)
 	out := FamilyOutput{Objects: []FamilyObject{}}
 	n, err := t.limit(in.Limit)
 	if err != nil {
@@ -436,6 +446,7 @@ func (t *mcpTools) familyTimeline(ctx context.Context, _ *mcp.CallToolRequest, i
 		out.Omitted += objsLeft
 		out.Notes = append(out.Notes, fmt.Sprintf("%d more objects of the family left out (at most %d are listed)", objsLeft, t.cfg.MaxObjects))
 	}
+	out.Notes = append(out.Notes, warnings.notes()...)
 	return nil, out, nil
 }
 
@@ -471,10 +482,12 @@ type FacetsOutput struct {
 	BucketSeconds int64        `json:"bucketSeconds,omitempty"`
 	Occurrences   int64        `json:"occurrences"`
 	Events        int64        `json:"events"`
-	Fields        []FacetField `json:"fields"`
+	Fields        []FacetField `json:"fields" jsonschema:"per field its top values, most first; time's buckets in time order, empty ones left out"`
+	Notes         []string     `json:"notes,omitempty"`
 }
 
 func (t *mcpTools) eventFacets(ctx context.Context, _ *mcp.CallToolRequest, in FacetsInput) (*mcp.CallToolResult, FacetsOutput, error) {
+	ctx, warnings := collectWarnings(ctx)
 	out := FacetsOutput{Fields: []FacetField{}}
 	if in.Top < 0 || in.Top > t.cfg.MaxFacetTop {
 		return nil, out, fmt.Errorf("top must be between 1 and %d, not %d", t.cfg.MaxFacetTop, in.Top)
@@ -496,12 +509,15 @@ func (t *mcpTools) eventFacets(ctx context.Context, _ *mcp.CallToolRequest, in F
 	case err != nil:
 		return nil, out, fmt.Errorf("summarizing the events%s: %w", inNamespace(ns), err)
 	}
-	return nil, facetsOutput(l), nil
+	out = facetsOutput(l, t.cfg.MaxBuckets)
+	out.Notes = append(warnings.notes(), out.Notes...)
+	return nil, out, nil
 }
 
 // facetsOutput returns l as event_facets returns it: values grouped by
-// field, in the server's order.
-func facetsOutput(l *eventapi.FacetList) FacetsOutput {
+// field, in the server's order; of the time buckets, the non-empty ones,
+// at most maxBuckets (the latest), saying how many were left out.
+func facetsOutput(l *eventapi.FacetList, maxBuckets int) FacetsOutput {
 	out := FacetsOutput{Fields: []FacetField{}, BucketSeconds: l.BucketSeconds, Occurrences: l.Occurrences, Events: l.Events}
 	if l.Since != nil {
 		out.Since = l.Since.UTC().Format(time.RFC3339)
@@ -511,6 +527,9 @@ func facetsOutput(l *eventapi.FacetList) FacetsOutput {
 	}
 	at := map[string]int{}
 	for _, f := range l.Items {
+		if f.Field == eventapi.FacetTime && f.Events == 0 {
+			continue
+		}
 		i, ok := at[f.Field]
 		if !ok {
 			i = len(out.Fields)
@@ -519,7 +538,63 @@ func facetsOutput(l *eventapi.FacetList) FacetsOutput {
 		}
 		out.Fields[i].Values = append(out.Fields[i].Values, FacetValue{Value: f.Value, Occurrences: f.Occurrences, Events: f.Events})
 	}
+	if i, ok := at[eventapi.FacetTime]; ok && len(out.Fields[i].Values) > maxBuckets {
+		vs := out.Fields[i].Values
+		out.Notes = append(out.Notes, fmt.Sprintf("%d earlier non-empty time buckets left out: narrow since, or widen bucket", len(vs)-maxBuckets))
+		out.Fields[i].Values = vs[len(vs)-maxBuckets:]
+	}
 	return out
+}
+
+// warningsKey is the context key of a call's warningCollector.
+type warningsKey struct{}
+
+// warningCollector keeps the server's warnings to one tool call, each
+// once, for its notes.
+type warningCollector struct {
+	mu   sync.Mutex
+	list []string
+}
+
+// collectWarnings returns ctx with a collector of the warnings the
+// requests made with it get.
+func collectWarnings(ctx context.Context) (context.Context, *warningCollector) {
+	c := &warningCollector{}
+	return context.WithValue(ctx, warningsKey{}, c), c
+}
+
+func (c *warningCollector) add(text string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Contains(c.list, text) {
+		c.list = append(c.list, text)
+	}
+}
+
+// notes returns the warnings, as notes ("Warning: ...").
+func (c *warningCollector) notes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, w := range c.list {
+		out = append(out, "Warning: "+w)
+	}
+	return out
+}
+
+// routedWarnings hands a response's Warning header to the collector of
+// its request's context (an MCP tool call's), else to fallback (stderr,
+// as kubectl prints them).
+type routedWarnings struct{ fallback rest.WarningHandler }
+
+func (r routedWarnings) HandleWarningHeaderWithContext(ctx context.Context, code int, agent, text string) {
+	if c, ok := ctx.Value(warningsKey{}).(*warningCollector); ok {
+		if code == 299 && text != "" { // what rest.WarningWriter counts as a warning
+			c.add(text)
+		}
+		return
+	}
+	r.fallback.HandleWarningHeader(code, agent, text)
 }
 
 func (e *env) mcpCommand() *cobra.Command {

@@ -23,7 +23,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubevents/kubevents/access"
+	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/internal/buildcache"
+	"github.com/kubevents/kubevents/internal/syncbuf"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/server/servertest"
 	"github.com/kubevents/kubevents/storage/pebblestore"
@@ -55,10 +57,11 @@ func mcpSession(t *testing.T, cf connFlags, cfg MCPConfig) *mcp.ClientSession {
 	return cs
 }
 
-// call calls tool with args and decodes its structured result into out;
+// call calls tool with args and returns its structured result as a T;
 // it fails the test on a protocol error or a tool error.
-func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any, out any) {
+func call[T any](t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) T {
 	t.Helper()
+	var out T
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		t.Fatalf("%s %v: %v", tool, args, err)
@@ -70,9 +73,10 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, out); err != nil {
+	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatalf("%s: reading %s: %v", tool, b, err)
 	}
+	return out
 }
 
 // callError calls tool with args and returns the text of the tool error
@@ -114,8 +118,7 @@ func searchAll(t *testing.T, cs *mcp.ClientSession, args map[string]any) (keys [
 	t.Helper()
 	keys = []string{}
 	for {
-		var out SearchOutput
-		call(t, cs, "search_events", args, &out)
+		out := call[SearchOutput](t, cs, "search_events", args)
 		pages++
 		for _, e := range out.Events {
 			keys = append(keys, summaryKey(e))
@@ -148,7 +151,9 @@ func TestMCPTools(t *testing.T) {
 	fe := newFamilyEnv(t, true)
 	fe.writeFamily()
 	evs := writeSearchFixture(t, fe, 300)
-	cs := mcpSession(t, connFlags{server: fe.url, namespace: "shop", timeout: "0"}, MCPConfig{Clock: clocktesting.NewFakeClock(now)})
+	// evctl's stderr, where the server's warnings go outside a tool call.
+	var stderr syncbuf.Buffer
+	cs := mcpSession(t, connFlags{server: fe.url, namespace: "shop", timeout: "0", warnings: &stderr}, MCPConfig{Clock: clocktesting.NewFakeClock(now)})
 
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -195,46 +200,51 @@ func TestMCPTools(t *testing.T) {
 			t.Errorf("search_events %v: %d events in %d calls; the case must take several", c.args, len(want), pages)
 		}
 	}
-	var one SearchOutput
-	call(t, cs, "search_events", map[string]any{"allNamespaces": true, "limit": 3}, &one)
+	one := call[SearchOutput](t, cs, "search_events", map[string]any{"allNamespaces": true, "limit": 3})
 	if len(one.Events) != 3 || one.Continue == "" || len(one.Notes) == 0 {
 		t.Errorf("search_events limit 3: %d events, continue %q, notes %q; want 3, a token and the truncation said", len(one.Events), one.Continue, one.Notes)
 	}
 
 	// An object's timeline, in time order.
-	var tl TimelineOutput
-	call(t, cs, "object_timeline", map[string]any{"kind": "pod", "name": "web-1-a"}, &tl)
+	tl := call[TimelineOutput](t, cs, "object_timeline", map[string]any{"kind": "pod", "name": "web-1-a"})
 	if got := reasons(tl.Events); tl.Object != "Pod/web-1-a" || tl.Namespace != "shop" || !slices.Equal(got, []string{"Pulled", "Started"}) {
 		t.Errorf("object_timeline pod/web-1-a: %+v, want Pod/web-1-a in shop with Pulled, Started", tl)
 	}
-	call(t, cs, "object_timeline", map[string]any{"kind": "Pod", "name": "web-1-a", "limit": 1}, &tl)
+	tl = call[TimelineOutput](t, cs, "object_timeline", map[string]any{"kind": "Pod", "name": "web-1-a", "limit": 1})
 	if got := reasons(tl.Events); !slices.Equal(got, []string{"Started"}) || tl.Omitted != 1 {
 		t.Errorf("object_timeline limit 1: %+v, want the latest (Started) and 1 omitted", tl)
 	}
 
 	// The family: the Deployment, its ReplicaSet, their Pods, each with
 	// its owner and events; bounded to the latest events.
-	var fam FamilyOutput
-	call(t, cs, "family_timeline", map[string]any{"kind": "deployment", "name": "web"}, &fam)
+	fam := call[FamilyOutput](t, cs, "family_timeline", map[string]any{"kind": "deployment", "name": "web"})
 	want := []string{"Deployment/web<: ScalingReplicaSet", "ReplicaSet/web-1<Deployment/web: SuccessfulCreate SuccessfulCreate",
 		"Pod/web-1-a<ReplicaSet/web-1: Pulled Started", "Pod/web-1-b<ReplicaSet/web-1: BackOff"}
 	if got := familyLines(fam); !slices.Equal(got, want) || fam.Omitted != 0 {
 		t.Errorf("family_timeline deployment/web:\n got %q\nwant %q (omitted %d)", got, want, fam.Omitted)
 	}
-	call(t, cs, "family_timeline", map[string]any{"kind": "deployment", "name": "web", "limit": 2}, &fam)
+	fam = call[FamilyOutput](t, cs, "family_timeline", map[string]any{"kind": "deployment", "name": "web", "limit": 2})
 	want = []string{"Deployment/web<: ", "ReplicaSet/web-1<Deployment/web: ", "Pod/web-1-a<ReplicaSet/web-1: Started", "Pod/web-1-b<ReplicaSet/web-1: BackOff"}
 	if got := familyLines(fam); !slices.Equal(got, want) || fam.Omitted != 4 {
 		t.Errorf("family_timeline limit 2:\n got %q\nwant %q (omitted %d, want 4)", got, want, fam.Omitted)
 	}
-	call(t, cs, "family_timeline", map[string]any{"kind": "deployment", "name": "web", "since": "30m"}, &fam)
+	fam = call[FamilyOutput](t, cs, "family_timeline", map[string]any{"kind": "deployment", "name": "web", "since": "30m"})
 	if got := familyLines(fam); !slices.Equal(got, []string{"Deployment/web<: ", "ReplicaSet/web-1<Deployment/web: ", "Pod/web-1-b<ReplicaSet/web-1: BackOff"}) {
 		t.Errorf("family_timeline since 30m: %q", got)
 	}
 
+	// The server's warnings are the call's notes, not evctl's stderr.
+	fam = call[FamilyOutput](t, cs, "family_timeline", map[string]any{"kind": "deployment", "name": "ghost"})
+	if len(fam.Notes) != 1 || !strings.HasPrefix(fam.Notes[0], "Warning: ") || !strings.Contains(fam.Notes[0], "is not in eventsd's ownership lineage") {
+		t.Errorf("family_timeline of an unknown Deployment: notes %q, want the server's warning", fam.Notes)
+	}
+	if stderr.String() != "" {
+		t.Errorf("the server's warnings went to stderr too: %q", stderr.String())
+	}
+
 	// Facets: occurrences (each fixture event counts 2) and events by
 	// reason, against a brute-force count.
-	var facets FacetsOutput
-	call(t, cs, "event_facets", map[string]any{"namespace": "dev", "since": "1h", "filter": `object.type == "Warning"`, "bucket": "30m"}, &facets)
+	facets := call[FacetsOutput](t, cs, "event_facets", map[string]any{"namespace": "dev", "since": "1h", "filter": `object.type == "Warning"`, "bucket": "30m"})
 	wantEvents := map[string]int64{}
 	var total int64
 	for _, e := range evs {
@@ -302,6 +312,30 @@ func familyLines(fam FamilyOutput) []string {
 		out = append(out, fmt.Sprintf("%s<%s: %s", o.Object, o.OwnedBy, strings.Join(reasons(o.Events), " ")))
 	}
 	return out
+}
+
+// TestFacetsOutput: event_facets groups the values by field in the
+// server's order and keeps, of the time buckets, the latest non-empty
+// ones, saying how many it left out.
+func TestFacetsOutput(t *testing.T) {
+	l := &eventapi.FacetList{Events: 9, Occurrences: 12, BucketSeconds: 60, Items: []eventapi.Facet{
+		{Field: "reason", Value: "BackOff", Occurrences: 10, Events: 7}, {Field: "reason", Value: "Pulled", Occurrences: 2, Events: 2},
+		{Field: "type", Value: "Warning", Occurrences: 12, Events: 9},
+		{Field: "time", Value: "t1", Occurrences: 1, Events: 1}, {Field: "time", Value: "t2"}, {Field: "time", Value: "t3", Occurrences: 2, Events: 1},
+		{Field: "time", Value: "t4"}, {Field: "time", Value: "t5", Occurrences: 9, Events: 7},
+	}}
+	got := facetsOutput(l, 2)
+	var lines []string
+	for _, f := range got.Fields {
+		for _, v := range f.Values {
+			lines = append(lines, fmt.Sprintf("%s=%s %d/%d", f.Field, v.Value, v.Occurrences, v.Events))
+		}
+	}
+	want := []string{"reason=BackOff 10/7", "reason=Pulled 2/2", "type=Warning 12/9", "time=t3 2/1", "time=t5 9/7"}
+	if !slices.Equal(lines, want) || got.Events != 9 || got.Occurrences != 12 || got.BucketSeconds != 60 ||
+		len(got.Notes) != 1 || !strings.HasPrefix(got.Notes[0], "1 earlier non-empty time buckets left out") {
+		t.Errorf("facetsOutput: %q, notes %q; want %q and one bucket said left out", lines, got.Notes, want)
+	}
 }
 
 // TestMCPNote: a long note is cut on a rune boundary and marked.
@@ -372,8 +406,7 @@ func TestMCPForbidden(t *testing.T) {
 	}
 	cs := mcpSession(t, connFlags{server: url, insecure: true, token: "tok-bob", namespace: "prod", timeout: "0"}, MCPConfig{})
 
-	var out SearchOutput
-	call(t, cs, "search_events", map[string]any{"filter": `object.reason == "BackOff"`}, &out)
+	out := call[SearchOutput](t, cs, "search_events", map[string]any{"filter": `object.reason == "BackOff"`})
 	if len(out.Events) != 1 || out.Events[0].Namespace != "prod" {
 		t.Errorf("bob's search in prod: %+v, want prod's event", out.Events)
 	}
@@ -389,8 +422,7 @@ func TestMCPForbidden(t *testing.T) {
 			t.Errorf("bob's search_events %v: %q, want it to contain %q", c.args, got, c.want)
 		}
 	}
-	var tl TimelineOutput
-	call(t, cs, "object_timeline", map[string]any{"kind": "pod", "name": "web"}, &tl)
+	tl := call[TimelineOutput](t, cs, "object_timeline", map[string]any{"kind": "pod", "name": "web"})
 	if len(tl.Events) != 1 || tl.Events[0].Namespace != "prod" || len(tl.Notes) != 1 ||
 		!strings.Contains(tl.Notes[0], `only the events in namespace "prod" are shown`) {
 		t.Errorf("bob's object_timeline pod/web: %+v, want prod's event and the narrowing said", tl)
@@ -427,8 +459,7 @@ func TestMCPStdio(t *testing.T) {
 	if init := cs.InitializeResult(); init.ServerInfo.Name != "evctl" || !strings.Contains(init.Instructions, "why did my pod restart") {
 		t.Errorf("initialize: %+v, want evctl with its instructions", init.ServerInfo)
 	}
-	var out SearchOutput
-	call(t, cs, "search_events", map[string]any{"filter": `object.type == "Warning"`}, &out)
+	out := call[SearchOutput](t, cs, "search_events", map[string]any{"filter": `object.type == "Warning"`})
 	if len(out.Events) != 1 || out.Events[0].Object != "Pod/web-1-b" || out.Events[0].Reason != "BackOff" ||
 		out.Events[0].Note != "Back-off restarting failed container web" || out.Events[0].LastSeen != at(10*time.Minute).Format(time.RFC3339) {
 		t.Errorf("search_events over stdio: %+v, want web-1-b's BackOff", out.Events)
