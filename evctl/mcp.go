@@ -86,7 +86,9 @@ func newMCPServer(c *clients, cfg MCPConfig) *mcp.Server {
 "OOM kills in namespace shop in the last hour" is filter object.note.contains("OOM"), namespace shop, since 1h.
 The filter is a CEL expression over object, the event in events.k8s.io/v1's shape: object.reason, object.type
 ("Normal" or "Warning"), object.note (the message), object.regarding.kind/.name/.namespace (the object it is about),
-object.related, object.reportingController, object.series.count, object.eventTime; with CEL's string functions
+object.related, object.reportingController, object.eventTime, and how often it repeated: object.series.count
+(events.k8s.io recorders; test has(object.series) first) or object.deprecatedCount (core/v1 recorders such as the
+kubelet); with CEL's string functions
 (contains, startsWith, matches for regular expressions) and timestamps. Returns at most limit events (default %d,
 at most %d), ordered by when they last happened within the call, and a continue token when more match: call again
 with it for the next ones.`, t.cfg.DefaultEvents, t.cfg.MaxEvents)}, t.searchEvents)

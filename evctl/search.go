@@ -136,7 +136,8 @@ func (e *env) searchCommand() *cobra.Command {
 		Short: "Find events with a CEL expression over a time range (eventsd's filter, since and until)",
 		Long: `search lists the events that EXPR selects, a CEL expression over object, the
 event in events.k8s.io/v1's shape (object.note, object.reason, object.type,
-object.regarding.kind, object.regarding.name, object.series.count,
+object.regarding.kind, object.regarding.name, object.series.count (a
+series' repeats), object.deprecatedCount (a core/v1 recorder's),
 object.eventTime, object.reportingController, ...), with the string,
 regex and timestamp functions of Kubernetes' CEL libraries. eventsd
 evaluates it (its filter parameter); the indexes serve the namespace,
@@ -150,7 +151,7 @@ or registered as an APIService of a cluster): other servers ignore
 filters, so evctl refuses to ask them.`,
 		Example: `  evctl search 'object.note.contains("OOM")' -A --since 1h
   evctl search 'object.type == "Warning" && object.regarding.kind == "Pod"' -n shop
-  evctl search 'object.note.matches("Back-off [0-9]+s") && object.series.count > 5' -o wide
+  evctl search 'object.note.matches("Back-off") && object.deprecatedCount > 5' -o wide
   evctl search --since 2026-11-29T09:00:00Z --until 2026-11-29T10:00:00Z --field-selector reason=FailedScheduling`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: e.runE(func(cmd *cobra.Command, args []string) error {
