@@ -291,6 +291,35 @@ func callWindow(since, until string, now time.Time) (window, error) {
 	return w, nil
 }
 
+// timelineCall is what a timeline tool's call reads from its arguments:
+// how many events, the window, the namespace of the object, and a
+// querier whose remarks go to the call's notes.
+type timelineCall struct {
+	limit  int
+	window window
+	ns     string
+	q      *querier
+}
+
+// timelineCall checks a timeline call's common arguments: the namespace
+// defaults to the kubeconfig context's.
+func (t *mcpTools) timelineCall(limit int, since, until, ns string, out *[]string) (timelineCall, error) {
+	n, err := t.limit(limit)
+	if err != nil {
+		return timelineCall{}, err
+	}
+	w, err := callWindow(since, until, t.cfg.Clock.Now())
+	if err != nil {
+		return timelineCall{}, err
+	}
+	if ns == "" {
+		ns = t.c.ns
+	}
+	q := t.c.querier()
+	notes(q, out)
+	return timelineCall{limit: n, window: w, ns: ns, q: q}, nil
+}
+
 // notes collects what a querier says while it answers: a timeline
 // narrowed to one namespace, a family shown without its lineage.
 func notes(q *querier, out *[]string) {
@@ -305,20 +334,11 @@ func notes(q *querier, out *[]string) {
 func (t *mcpTools) objectTimeline(ctx context.Context, _ *mcp.CallToolRequest, in ObjectInput) (*mcp.CallToolResult, TimelineOutput, error) {
 	ctx, warnings := collectWarnings(ctx)
 	out := TimelineOutput{Events: []EventSummary{}}
-	n, err := t.limit(in.Limit)
+	tc, err := t.timelineCall(in.Limit, in.Since, in.Until, in.Namespace, &out.Notes)
 	if err != nil {
 		return nil, out, err
 	}
-	w, err := callWindow(in.Since, in.Until, t.cfg.Clock.Now())
-	if err != nil {
-		return nil, out, err
-	}
-	ns := in.Namespace
-	if ns == "" {
-		ns = t.c.ns
-	}
-	q := t.c.querier()
-	notes(q, &out.Notes)
+	n, w, ns, q := tc.limit, tc.window, tc.ns, tc.q
 	tg, err := resolveTarget(q.cs, in.Kind+"/"+in.Name, ns)
 	if err != nil {
 		return nil, out, err
@@ -374,10 +394,6 @@ type FamilyOutput struct {
 func (t *mcpTools) familyTimeline(ctx context.Context, _ *mcp.CallToolRequest, in FamilyInput) (*mcp.CallToolResult, FamilyOutput, error) {
 	ctx, warnings := collectWarnings(ctx)
 	out := FamilyOutput{Objects: []FamilyObject{}}
-	n, err := t.limit(in.Limit)
-	if err != nil {
-		return nil, out, err
-	}
 	named := in.Kind != "" || in.Name != ""
 	switch {
 	case !named && in.UID == "":
@@ -385,16 +401,11 @@ func (t *mcpTools) familyTimeline(ctx context.Context, _ *mcp.CallToolRequest, i
 	case named && in.UID != "":
 		return nil, out, fmt.Errorf("name the object once: kind and name, or uid, not both")
 	}
-	w, err := callWindow(in.Since, in.Until, t.cfg.Clock.Now())
+	tc, err := t.timelineCall(in.Limit, in.Since, in.Until, in.Namespace, &out.Notes)
 	if err != nil {
 		return nil, out, err
 	}
-	ns := in.Namespace
-	if ns == "" {
-		ns = t.c.ns
-	}
-	q := t.c.querier()
-	notes(q, &out.Notes)
+	n, w, ns, q := tc.limit, tc.window, tc.ns, tc.q
 	spec := familySpec{uid: in.UID, withNodes: in.WithNodes}
 	if named {
 		tg, err := resolveTarget(q.cs, in.Kind+"/"+in.Name, ns)
