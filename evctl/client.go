@@ -67,6 +67,9 @@ type clients struct {
 	// search lists a page of the events of --api-group with eventsd's
 	// filter and time range, with cs's configuration.
 	search searchIn
+	// searchWatch watches them with eventsd's filter, with watch's
+	// configuration.
+	searchWatch searchWatchIn
 	// facets summarizes eventsd's events (events.kubevents.io/v1), with
 	// cs's configuration.
 	facets facetsIn
@@ -135,7 +138,8 @@ func (c *connFlags) client() (*clients, error) {
 		return nil, err
 	}
 	out := &clients{cs: cs, watch: wcs, events: upstreamEvents(cs), watchEvents: upstreamEvents(wcs), lineages: lineages,
-		search: restSearch(cs.EventsV1().RESTClient(), scheme.ParameterCodec), facets: facets,
+		search:      restSearch(cs.EventsV1().RESTClient(), scheme.ParameterCodec),
+		searchWatch: restSearchWatch(wcs.EventsV1().RESTClient(), scheme.ParameterCodec), facets: facets,
 		group: group, timeout: cfg.Timeout, ns: ns}
 	if group == groupKubevents {
 		if out.events, err = kubeventsEvents(cfg); err != nil {
@@ -146,6 +150,11 @@ func (c *connFlags) client() (*clients, error) {
 			return nil, err
 		}
 		out.search = restSearch(rc, pc)
+		wrc, wpc, err := kubeventsREST(&wcfg)
+		if err != nil {
+			return nil, err
+		}
+		out.searchWatch = restSearchWatch(wrc, wpc)
 		if out.watchEvents, err = kubeventsEvents(&wcfg); err != nil {
 			return nil, err
 		}

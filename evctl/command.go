@@ -132,7 +132,7 @@ func (e *env) setup(ff *filterFlags) (q *querier, f filter, listNS, ns string, e
 // command run, or per MCP tool call.
 func (c *clients) querier() *querier {
 	return &querier{cs: c.cs, events: c.events, watchEvents: c.watchEvents, lineages: c.lineages,
-		search: c.search, group: c.group, timeout: c.timeout, clock: clock.RealClock{}}
+		search: c.search, searchWatch: c.searchWatch, group: c.group, timeout: c.timeout, clock: clock.RealClock{}}
 }
 
 // runE wraps a command's RunE so that a request that ran out of

@@ -13,8 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 )
 
 // The query parameters of eventsd's searches beyond ListOptions: the
@@ -43,6 +45,18 @@ func restSearch(rc rest.Interface, pc runtime.ParameterCodec) searchIn {
 			return nil, err
 		}
 		return out, nil
+	}
+}
+
+// searchWatchIn opens a watch of the events in ns ("" for all) with opts
+// and the parameters of eventsd's extensions that ListOptions lacks.
+type searchWatchIn func(ctx context.Context, ns string, opts metav1.ListOptions, extra url.Values) (watch.Interface, error)
+
+// restSearchWatch is searchWatchIn over rc, as restSearch.
+func restSearchWatch(rc rest.Interface, pc runtime.ParameterCodec) searchWatchIn {
+	return func(ctx context.Context, ns string, opts metav1.ListOptions, extra url.Values) (watch.Interface, error) {
+		opts.Watch = true
+		return withParams(rc.Get().Namespace(ns).Resource("events").VersionedParams(&opts, pc), extra).Watch(ctx)
 	}
 }
 
@@ -127,6 +141,7 @@ func (q *querier) searchPage(ctx context.Context, ns string, s searchSpec, limit
 type searchFlags struct {
 	since, until, fieldSelector, labelSelector string
 	limit                                      int64
+	follow                                     bool
 }
 
 func (e *env) searchCommand() *cobra.Command {
@@ -152,6 +167,7 @@ filters, so evctl refuses to ask them.`,
 		Example: `  evctl search 'object.note.contains("OOM")' -A --since 1h
   evctl search 'object.type == "Warning" && object.regarding.kind == "Pod"' -n shop
   evctl search 'object.note.matches("Back-off") && object.deprecatedCount > 5' -o wide
+  evctl search 'object.type == "Warning" && object.regarding.kind == "Node"' -A -w
   evctl search --since 2026-11-29T09:00:00Z --until 2026-11-29T10:00:00Z --field-selector reason=FailedScheduling`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: e.runE(func(cmd *cobra.Command, args []string) error {
@@ -163,6 +179,7 @@ filters, so evctl refuses to ask them.`,
 	fl.StringVar(&sf.until, "until", "", "Only events last observed before this: a duration back from now (e.g. 10m) or an RFC3339 time.")
 	fl.StringVar(&sf.fieldSelector, "field-selector", "", "A field selector, as kubectl's (e.g. type=Warning,reason=BackOff); eventsd's extension fields too.")
 	fl.StringVarP(&sf.labelSelector, "selector", "l", "", "A label selector, as kubectl's.")
+	fl.BoolVarP(&sf.follow, "watch", "w", false, "After the list, print every new or changed event EXPR selects as it happens (resumes after disconnects); --since bounds the list only, and --until and --limit cannot go with it.")
 	fl.Int64Var(&sf.limit, "limit", 0, "Read at most this many matching events (0: all); the server returns them by namespace and name, not by time, and evctl says when more matched.")
 	return cmd
 }
@@ -176,8 +193,13 @@ func (e *env) search(ctx context.Context, args []string, sf *searchFlags) error 
 		}
 		s.filter = args[0]
 	}
-	if sf.limit < 0 {
+	switch {
+	case sf.limit < 0:
 		return fmt.Errorf("--limit must not be negative")
+	case sf.follow && sf.until != "":
+		return fmt.Errorf("--until bounds a list, and a watch goes on from now: it cannot go with -w")
+	case sf.follow && sf.limit > 0:
+		return fmt.Errorf("--limit bounds a list, and a watch prints every match: it cannot go with -w")
 	}
 	q, _, ns, _, err := e.setup(&filterFlags{})
 	if err != nil {
@@ -186,36 +208,15 @@ func (e *env) search(ctx context.Context, args []string, sf *searchFlags) error 
 	if err := searchable(q.cs.Discovery(), q.group); err != nil {
 		return err
 	}
-	var rows []*row
-	cont := ""
-	for {
-		size := int64(searchPageSize)
-		if left := sf.limit - int64(len(rows)); sf.limit > 0 && left < size {
-			size = left
-		}
-		l, err := q.searchPage(ctx, ns, s, size, cont)
-		if err != nil {
-			return err
-		}
-		for i := range l.Items {
-			rows = append(rows, newRow(&l.Items[i]))
-		}
-		cont = l.Continue
-		if cont == "" {
-			break
-		}
-		if sf.limit > 0 && int64(len(rows)) >= sf.limit {
-			// A filtered page may end with a continue token and nothing
-			// after it: one more event says whether more match.
-			more, err := q.searchPage(ctx, ns, s, 1, cont)
-			if err != nil {
-				return err
-			}
-			if len(more.Items) > 0 {
-				fmt.Fprintf(e.errOut, "Note: showing the first %d matching events the server returned (by namespace and name); more match: raise --limit or narrow the search.\n", len(rows))
-			}
-			break
-		}
+	rows, rv, more, err := q.searchAll(ctx, ns, s, sf.limit)
+	if err != nil {
+		return err
+	}
+	if more {
+		fmt.Fprintf(e.errOut, "Note: showing the first %d matching events the server returned (by namespace and name); more match: raise --limit or narrow the search.\n", len(rows))
+	}
+	if sf.follow {
+		return e.followSearch(ctx, q, ns, s, rows, rv)
 	}
 	sortByLast(rows)
 	if len(rows) == 0 && (e.output == "" || e.output == "wide") {
@@ -223,4 +224,63 @@ func (e *env) search(ctx context.Context, args []string, sf *searchFlags) error 
 		return nil
 	}
 	return e.printer(ns == "").table(rows)
+}
+
+// searchAll returns the events in ns ("" for all) that s selects, page
+// by page, at most limit of them (0: all), with the resourceVersion of
+// the list, and whether more matched beyond limit.
+func (q *querier) searchAll(ctx context.Context, ns string, s searchSpec, limit int64) (rows []*row, rv string, more bool, err error) {
+	cont := ""
+	for {
+		size := int64(searchPageSize)
+		if left := limit - int64(len(rows)); limit > 0 && left < size {
+			size = left
+		}
+		l, err := q.searchPage(ctx, ns, s, size, cont)
+		if err != nil {
+			return nil, "", false, err
+		}
+		if rv == "" {
+			rv = l.ResourceVersion
+		}
+		for i := range l.Items {
+			rows = append(rows, newRow(&l.Items[i]))
+		}
+		cont = l.Continue
+		if cont == "" {
+			return rows, rv, false, nil
+		}
+		if limit > 0 && int64(len(rows)) >= limit {
+			// A filtered page may end with a continue token and nothing
+			// after it: one more event says whether more match.
+			next, err := q.searchPage(ctx, ns, s, 1, cont)
+			if err != nil {
+				return nil, "", false, err
+			}
+			return rows, rv, len(next.Items) > 0, nil
+		}
+	}
+}
+
+// followSearch prints rows, the search's list, then every change the
+// watch of s's filter and selectors delivers from rv on, until ctx ends.
+// The watch has no time range (the server refuses one: a watch reports
+// changes as they happen); after a 410 the search is listed again.
+func (e *env) followSearch(ctx context.Context, q *querier, ns string, s searchSpec, rows []*row, rv string) error {
+	sortByLast(rows)
+	p := e.printer(ns == "")
+	q.watchParams = searchSpec{filter: s.filter}.params()
+	fw := &follower{q: q, ns: ns, log: klog.Background(), labelSelector: s.labelSelector,
+		selector: func() string { return s.fieldSelector },
+		match:    func(ev *eventsv1.Event) (*row, bool) { return newRow(ev), true },
+		relist: func(ctx context.Context) ([]*row, string, error) {
+			rows, rv, _, err := q.searchAll(ctx, ns, s, 0)
+			return rows, rv, err
+		},
+		print: func(rows []*row) error { return p.stream(rows, false) },
+	}
+	if err := fw.print(fw.fresh(rows)); err != nil {
+		return err
+	}
+	return fw.run(ctx, rv)
 }

@@ -15,6 +15,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubevents/kubevents/internal/syncbuf"
 )
 
 // searchEvent is one event the search tests write, as the test's
@@ -212,6 +214,66 @@ func TestSearchNeedsEventsd(t *testing.T) {
 		_, _, err := runEvctl(srv.URL, append([]string{"search", "true"}, c.args...)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error containing %q", c.what, err, c.want)
+		}
+	}
+}
+
+// TestSearchWatch: search -w prints the list, then each new event the
+// filter and selectors select as it is written, once, and no other; it
+// refuses what only bounds a list.
+func TestSearchWatch(t *testing.T) {
+	fe := newFamilyEnv(t, true)
+	fe.writeFamily()
+	var out, errOut syncbuf.Buffer
+	cmd := NewCommand(&out, &errOut)
+	cmd.SetArgs([]string{"--server", fe.url, "search", `object.type == "Warning" || object.note.contains("restart")`,
+		"-A", "-w", "--since", "30m", "--field-selector", "regarding.kind=Pod"})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("search -w: %v\n%s", err, errOut.String())
+		}
+	}()
+	waitFor := func(s string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), s) {
+			if time.Now().After(deadline) {
+				t.Fatalf("search -w printed no %q:\n%s\n%s", s, out.String(), errOut.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("Back-off restarting failed container web")
+	fe.event(famPodA, 3*time.Minute, corev1.EventTypeNormal, "Started", "Started container web again", kubelet)
+	fe.event(famNode, 2*time.Minute, corev1.EventTypeWarning, "NodeNotReady", "Node node-1 status is now: NodeNotReady", kubelet)
+	fe.event(famPodA, time.Minute, corev1.EventTypeNormal, "Killing", "Stopping container web: will restart", kubelet)
+	fe.event(famPodA, 50*time.Second, corev1.EventTypeWarning, "Unhealthy", "Liveness probe failed", kubelet)
+	waitFor("Liveness probe failed")
+	got := out.String()
+	for _, want := range []string{"Back-off restarting failed container web", "Stopping container web: will restart", "Liveness probe failed"} {
+		if strings.Count(got, want) != 1 {
+			t.Errorf("search -w: want %q once:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{"Started container web again", "NodeNotReady", "Pulled"} {
+		if strings.Contains(got, not) {
+			t.Errorf("search -w printed %q, which the search does not select:\n%s", not, got)
+		}
+	}
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--until", "1h"}, "--until bounds a list"},
+		{[]string{"--limit", "5"}, "--limit bounds a list"},
+	} {
+		if _, _, err := fe.run(append([]string{"search", "true", "-w"}, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("search -w %q: %v, want an error containing %q", c.args, err, c.want)
 		}
 	}
 }
