@@ -475,3 +475,32 @@ func TestMCPStdio(t *testing.T) {
 		t.Errorf("evctl mcp after the client closed: %v, want a clean exit; stderr:\n%s", cmd.ProcessState, stderr.String())
 	}
 }
+
+// TestMCPWithoutExtensions: against eventsd --extensions=false (as
+// against a server without eventsd's family queries and filters), the
+// object's own timeline still answers, and what needs the extensions is a
+// tool error that says why and what to use instead.
+func TestMCPWithoutExtensions(t *testing.T) {
+	fe := newFamilyEnv(t, false)
+	fe.writeFamily()
+	cs := mcpSession(t, connFlags{server: fe.url, namespace: "shop", timeout: "0"}, MCPConfig{Clock: clocktesting.NewFakeClock(now)})
+	tl := call[TimelineOutput](t, cs, "object_timeline", map[string]any{"kind": "pod", "name": "web-1-a"})
+	if got := reasons(tl.Events); !slices.Equal(got, []string{"Pulled", "Started"}) {
+		t.Errorf("object_timeline without extensions: %q, want Pulled, Started", got)
+	}
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want []string
+	}{
+		{"family_timeline", map[string]any{"kind": "deployment", "name": "web"}, []string{"does not answer family queries", "use object_timeline"}},
+		{"search_events", map[string]any{"filter": "true"}, []string{"the server refused the search", "extensions are disabled"}},
+	} {
+		got := callError(t, cs, c.tool, c.args)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s without extensions: %q, want it to contain %q", c.tool, got, w)
+			}
+		}
+	}
+}
