@@ -70,7 +70,7 @@ Events are what controllers and the kubelet report about objects: scheduling, im
 probe failures, back-offs, OOM kills, evictions, scaling. To answer "why did my pod restart" or "what happened
 to my deployment": start with family_timeline on the object the user names (a Deployment shows its ReplicaSets
 and Pods, deleted ones included), or object_timeline for the object alone; use search_events for text or
-conditions across objects (a CEL filter such as object.note.contains("OOM")), and event_facets for which reasons,
+conditions across objects (a CEL filter such as object.note.contains("out of memory")), and event_facets for which reasons,
 kinds or namespaces are loudest. A series (the same event repeated) is one event with a count and first and last
 times. Times are UTC, RFC 3339.`
 
@@ -83,15 +83,15 @@ func newMCPServer(c *clients, cfg MCPConfig) *mcp.Server {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)}
 	mcp.AddTool(s, &mcp.Tool{Name: "search_events", Annotations: ro, Description: fmt.Sprintf(
 		`Search the cluster's events with a CEL filter, a time range and selectors. Use it for conditions across objects:
-"OOM kills in namespace shop in the last hour" is filter object.note.contains("OOM"), namespace shop, since 1h.
+"OOM kills in namespace shop in the last hour" is filter object.reason.startsWith("OOM") ||
+object.note.contains("out of memory"), namespace shop, since 1h.
 The filter is a CEL expression over object, the event in events.k8s.io/v1's shape: object.reason, object.type
 ("Normal" or "Warning"), object.note (the message), object.regarding.kind/.name/.namespace (the object it is about),
 object.related, object.reportingController, object.eventTime, and how often it repeated: object.series.count
 (events.k8s.io recorders; test has(object.series) first) or object.deprecatedCount (core/v1 recorders such as the
-kubelet); with CEL's string functions
-(contains, startsWith, matches for regular expressions) and timestamps. Returns at most limit events (default %d,
-at most %d), ordered by when they last happened within the call, and a continue token when more match: call again
-with it for the next ones.`, t.cfg.DefaultEvents, t.cfg.MaxEvents)}, t.searchEvents)
+kubelet); with CEL's string functions (contains, startsWith, matches for regular expressions, lowerAscii) and
+timestamps. Returns at most limit events (default %d, at most %d), ordered by when they last happened within the
+call, and a continue token when more may match: call again with it, and the same other arguments, for the next ones.`, t.cfg.DefaultEvents, t.cfg.MaxEvents)}, t.searchEvents)
 	mcp.AddTool(s, &mcp.Tool{Name: "object_timeline", Annotations: ro, Description: fmt.Sprintf(
 		`Everything that happened to one object, in time order: the events about it and those where it is the related
 object (a Node's events include the Pods scheduled on it). Use it for "why did pod X restart" when only the Pod
