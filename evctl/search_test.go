@@ -15,8 +15,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/kubevents/kubevents/internal/syncbuf"
 )
 
 // searchEvent is one event the search tests write, as the test's
@@ -224,29 +222,8 @@ func TestSearchNeedsEventsd(t *testing.T) {
 func TestSearchWatch(t *testing.T) {
 	fe := newFamilyEnv(t, true)
 	fe.writeFamily()
-	var out, errOut syncbuf.Buffer
-	cmd := NewCommand(&out, &errOut)
-	cmd.SetArgs([]string{"--server", fe.url, "search", `object.type == "Warning" || object.note.contains("restart")`,
-		"-A", "-w", "--since", "30m", "--field-selector", "regarding.kind=Pod"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("search -w: %v\n%s", err, errOut.String())
-		}
-	}()
-	waitFor := func(s string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(out.String(), s) {
-			if time.Now().After(deadline) {
-				t.Fatalf("search -w printed no %q:\n%s\n%s", s, out.String(), errOut.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	out, waitFor := fe.runLive("search", `object.type == "Warning" || object.note.contains("restart")`,
+		"-A", "-w", "--since", "30m", "--field-selector", "regarding.kind=Pod")
 	waitFor("Back-off restarting failed container web")
 	fe.event(famPodA, 3*time.Minute, corev1.EventTypeNormal, "Started", "Started container web again", kubelet)
 	fe.event(famNode, 2*time.Minute, corev1.EventTypeWarning, "NodeNotReady", "Node node-1 status is now: NodeNotReady", kubelet)
