@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -63,6 +64,12 @@ type clients struct {
 	// lineages lists eventsd's lineages (events.kubevents.io/v1), with
 	// cs's configuration.
 	lineages lineagesIn
+	// search lists a page of the events of --api-group with eventsd's
+	// filter and time range, with cs's configuration.
+	search searchIn
+	// searchWatch watches them with eventsd's filter, with watch's
+	// configuration.
+	searchWatch searchWatchIn
 	// facets summarizes eventsd's events (events.kubevents.io/v1), with
 	// cs's configuration.
 	facets facetsIn
@@ -106,7 +113,7 @@ func (c *connFlags) client() (*clients, error) {
 	cfg.QPS, cfg.Burst = -1, 0
 	cfg.UserAgent = "evctl"
 	if c.warnings != nil {
-		cfg.WarningHandler = rest.NewWarningWriter(c.warnings, rest.WarningWriterOptions{Deduplicate: true})
+		cfg.WarningHandlerWithContext = routedWarnings{fallback: rest.NewWarningWriter(c.warnings, rest.WarningWriterOptions{Deduplicate: true})}
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -131,11 +138,23 @@ func (c *connFlags) client() (*clients, error) {
 		return nil, err
 	}
 	out := &clients{cs: cs, watch: wcs, events: upstreamEvents(cs), watchEvents: upstreamEvents(wcs), lineages: lineages,
-		facets: facets, group: group, timeout: cfg.Timeout, ns: ns}
+		search:      restSearch(cs.EventsV1().RESTClient(), scheme.ParameterCodec),
+		searchWatch: restSearchWatch(wcs.EventsV1().RESTClient(), scheme.ParameterCodec), facets: facets,
+		group: group, timeout: cfg.Timeout, ns: ns}
 	if group == groupKubevents {
 		if out.events, err = kubeventsEvents(cfg); err != nil {
 			return nil, err
 		}
+		rc, pc, err := kubeventsREST(cfg)
+		if err != nil {
+			return nil, err
+		}
+		out.search = restSearch(rc, pc)
+		wrc, wpc, err := kubeventsREST(&wcfg)
+		if err != nil {
+			return nil, err
+		}
+		out.searchWatch = restSearchWatch(wrc, wpc)
 		if out.watchEvents, err = kubeventsEvents(&wcfg); err != nil {
 			return nil, err
 		}

@@ -84,7 +84,9 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 
   evctl get --for pod/web-1 --since 10m --type Warning
   evctl timeline deployment/web      # it and all it owns (ReplicaSets, Pods), as a tree, with their events
-  evctl watch --controller kubelet   # sorted, resumes after disconnects without duplicates or gaps`,
+  evctl watch --controller kubelet   # sorted, resumes after disconnects without duplicates or gaps
+  evctl search 'object.note.contains("OOM")' -A --since 1h   # eventsd's CEL filter over a time range
+  evctl mcp                          # the same questions from an AI assistant, over the Model Context Protocol`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -92,7 +94,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	root.SetErr(errOut)
 	e.conn.add(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "", "Output format: wide, json or yaml.")
-	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand(), e.topCommand())
+	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand(), e.searchCommand(), e.topCommand(), e.mcpCommand())
 	buildinfo.AddVersionFlag(root)
 	return root
 }
@@ -123,7 +125,14 @@ func (e *env) setup(ff *filterFlags) (q *querier, f filter, listNS, ns string, e
 	if e.conn.allNamespaces || (f.target != nil && !f.target.namespaced) {
 		listNS = metav1.NamespaceAll
 	}
-	return &querier{cs: c.cs, events: c.events, watchEvents: c.watchEvents, lineages: c.lineages, timeout: c.timeout, clock: clock.RealClock{}}, f, listNS, ns, nil
+	return c.querier(), f, listNS, ns, nil
+}
+
+// querier returns a querier of c's clients, with no state yet: one per
+// command run, or per MCP tool call.
+func (c *clients) querier() *querier {
+	return &querier{cs: c.cs, events: c.events, watchEvents: c.watchEvents, lineages: c.lineages,
+		search: c.search, searchWatch: c.searchWatch, group: c.group, timeout: c.timeout, clock: clock.RealClock{}}
 }
 
 // runE wraps a command's RunE so that a request that ran out of

@@ -154,6 +154,37 @@ func (fe *familyEnv) run(args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
+// runLive runs evctl as fe.run does, in the background until the test
+// ends (then stopped as Ctrl-C would, and its error reported); it returns
+// its output and a function that waits until the output holds a text.
+func (fe *familyEnv) runLive(args ...string) (out *syncbuf.Buffer, waitFor func(string)) {
+	t := fe.t
+	t.Helper()
+	out = &syncbuf.Buffer{}
+	var errOut syncbuf.Buffer
+	cmd := NewCommand(out, &errOut)
+	cmd.SetArgs(append([]string{"--server", fe.url, "-n", "shop"}, args...))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("evctl %q: %v\n%s", args, err, errOut.String())
+		}
+	})
+	return out, func(s string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), s) {
+			if time.Now().After(deadline) {
+				t.Fatalf("evctl %q printed no %q:\n%s\n%s", args, s, out.String(), errOut.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
 // TestFamilyTimelineTree: a Deployment's timeline is its family as a
 // tree, learned from its controllers' events alone, each object with its
 // events in time order, a deleted Pod marked, the unrelated Deployment
@@ -236,28 +267,7 @@ func TestFamilyTimelineWindow(t *testing.T) {
 func TestFamilyTimelineWatch(t *testing.T) {
 	fe := newFamilyEnv(t, true)
 	fe.writeFamily()
-	var out, errOut syncbuf.Buffer
-	cmd := NewCommand(&out, &errOut)
-	cmd.SetArgs([]string{"--server", fe.url, "-n", "shop", "timeline", "deployment/web", "-w"})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- cmd.ExecuteContext(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("timeline -w: %v\n%s", err, errOut.String())
-		}
-	}()
-	waitFor := func(s string) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(out.String(), s) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timeline -w printed no %q:\n%s\n%s", s, out.String(), errOut.String())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	out, waitFor := fe.runLive("timeline", "deployment/web", "-w")
 	waitFor("BackOff")
 	c := pod("web-1-c")
 	fe.event(famRS, 5*time.Minute, corev1.EventTypeNormal, "SuccessfulCreate", "Created pod: web-1-c", rsCtrl)

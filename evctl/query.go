@@ -3,6 +3,7 @@ package evctl
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -119,6 +120,15 @@ type querier struct {
 	watchEvents eventsIn
 	// lineages lists a family's objects (eventsd's lineages).
 	lineages lineagesIn
+	// search lists a page of events with eventsd's filter and time
+	// range.
+	search searchIn
+	// searchWatch opens watches with eventsd's filter: with watchParams,
+	// when set, instead of watchEvents.
+	searchWatch searchWatchIn
+	watchParams url.Values
+	// group is the API group events are read from.
+	group string
 	// timeout bounds how long a watch may take to start (0: forever).
 	timeout time.Duration
 	clock   clock.WithDelayedExecution
@@ -201,11 +211,11 @@ func keep(items []eventsv1.Event, ok func(*row) bool) []*row {
 // request); once started, the watch lives until ctx ends or it is stopped.
 func (q *querier) watch(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
 	if q.timeout <= 0 {
-		return q.watchEvents(ns).Watch(ctx, opts)
+		return q.openWatch(ctx, ns, opts)
 	}
 	wctx, cancel := context.WithCancelCause(ctx)
 	timer := q.clock.AfterFunc(q.timeout, func() { cancel(errRequestTimeout) })
-	w, err := q.watchEvents(ns).Watch(wctx, opts)
+	w, err := q.openWatch(wctx, ns, opts)
 	if !timer.Stop() {
 		// Too late, whatever the answer: the stream's context is done.
 		if w != nil {
@@ -219,6 +229,15 @@ func (q *querier) watch(ctx context.Context, ns string, opts metav1.ListOptions)
 		return nil, err
 	}
 	return &cancelingWatch{Interface: w, cancel: func() { cancel(nil) }}, nil
+}
+
+// openWatch opens the watch of ns: with eventsd's parameters when the
+// querier has some (a search's filter), else a plain one.
+func (q *querier) openWatch(ctx context.Context, ns string, opts metav1.ListOptions) (watch.Interface, error) {
+	if len(q.watchParams) > 0 {
+		return q.searchWatch(ctx, ns, opts, q.watchParams)
+	}
+	return q.watchEvents(ns).Watch(ctx, opts)
 }
 
 // cancelingWatch releases its context when stopped.

@@ -30,6 +30,8 @@ type follower struct {
 	q        *querier
 	ns       string
 	selector func() string // asked again on each (re)connect
+	// labelSelector is the watch's label selector, if any.
+	labelSelector string
 	// match turns a watched event into the row to print, if it is one.
 	match func(*eventsv1.Event) (*row, bool)
 	// relist lists again after a 410, returning rows and the revision.
@@ -75,7 +77,7 @@ func (f *follower) run(ctx context.Context, rv string) error {
 	delay := reconnectInitial
 	for ctx.Err() == nil {
 		w, err := f.q.watch(ctx, f.ns, metav1.ListOptions{
-			FieldSelector: f.selector(), ResourceVersion: rv, AllowWatchBookmarks: true})
+			FieldSelector: f.selector(), LabelSelector: f.labelSelector, ResourceVersion: rv, AllowWatchBookmarks: true})
 		if err == nil {
 			var progressed bool
 			rv, progressed, err = f.consume(ctx, w, rv)

@@ -20,18 +20,40 @@ import (
 // limits.
 func Serve(t testing.TB, cfg server.Config) (string, kubernetes.Interface) {
 	t.Helper()
+	return serve(t, cfg, false)
+}
+
+// ServeTLS is Serve over HTTPS, with httptest's self-signed certificate
+// (the clientset trusts it): client-go sends a kubeconfig's credentials
+// only over TLS, so tests of authentication through a kubeconfig or
+// kubectl's flags need it.
+func ServeTLS(t testing.TB, cfg server.Config) (string, kubernetes.Interface) {
+	t.Helper()
+	return serve(t, cfg, true)
+}
+
+func serve(t testing.TB, cfg server.Config, useTLS bool) (string, kubernetes.Interface) {
+	t.Helper()
 	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewUnstartedServer(srv)
+	rc := &rest.Config{QPS: -1}
+	if useTLS {
+		hs.StartTLS()
+		rc.TLSClientConfig.Insecure = true // httptest's own certificate
+	} else {
+		hs.Start()
+	}
+	rc.Host = hs.URL
 	t.Cleanup(func() {
 		srv.BeginShutdown()
 		hs.Close()
 		_ = srv.Drain(context.Background())
 		_ = cfg.Store.Close()
 	})
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: hs.URL, QPS: -1})
+	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,9 @@ var blocksRunElsewhere = map[string]map[string]string{
 	"docs/what-happened-to-my-app.md": {
 		"go run ./cmd/eventsd --demo": "TestTranscripts runs every transcript against eventsd --demo, built once",
 	},
+	"docs/search.md": {
+		"claude mcp add": "it registers evctl with Claude Code, an assistant this machine does not have; evctl's TestMCPStdio starts evctl mcp as a client does and drives it with the protocol's Go client",
+	},
 	"docs/robustness.md": {
 		"-robustness.seed=421074":                        "a replay of one seed by hand; the suite runs test/robustness's short run",
 		"-robustness.duration=30m -robustness.round=15s": "a 30-minute run by hand",
