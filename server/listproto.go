@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 
@@ -30,27 +29,51 @@ const (
 // list's length, so nothing can be sent before the last page is read.
 type protoList struct {
 	version eventapi.Version
-	// items are the EventList's item fields (tag, length, Event), in
-	// order.
-	items []byte
+	// pages are the EventList's item fields (tag, length, Event), in
+	// order, one buffer of the exact size per page: a buffer grown
+	// for the whole list copied it over and over (a tenth of a family
+	// query's CPU).
+	pages [][]byte
+	// size is the pages' length in all.
+	size int
+	// sizes is add's scratch.
+	sizes []int
+	// objs is add's scratch, the items in the list's group.
+	objs []protoObject
 }
 
 // add encodes items as the list's next item fields.
 func (pl *protoList) add(items []*corev1.Event) error {
+	pl.objs, pl.sizes = pl.objs[:0], pl.sizes[:0]
+	total := 0
 	for _, ev := range items {
 		var po protoObject = ev
 		if pl.version.Shape() == eventapi.EventsV1 {
 			po = eventapi.ToEventsV1(ev)
 		}
 		n := po.Size()
-		pl.items = binary.AppendUvarint(append(pl.items, listItemsTag), uint64(n))
-		pl.items = slices.Grow(pl.items, n)
-		m, err := po.MarshalToSizedBuffer(pl.items[len(pl.items) : len(pl.items)+n])
-		if err != nil {
-			return fmt.Errorf("encoding %s/%s: %w", ev.Namespace, ev.Name, err)
-		}
-		pl.items = pl.items[:len(pl.items)+m]
+		pl.objs, pl.sizes = append(pl.objs, po), append(pl.sizes, n)
+		total += 1 + varintLen(n) + n
 	}
+	if total == 0 {
+		return nil
+	}
+	b := make([]byte, 0, total)
+	for i, po := range pl.objs {
+		n := pl.sizes[i]
+		b = binary.AppendUvarint(append(b, listItemsTag), uint64(n))
+		m, err := po.MarshalToSizedBuffer(b[len(b) : len(b)+n])
+		if err == nil && m != n {
+			err = fmt.Errorf("%d bytes, sized %d", m, n)
+		}
+		if err != nil {
+			return fmt.Errorf("encoding %s/%s: %w", items[i].Namespace, items[i].Name, err)
+		}
+		b = b[:len(b)+n]
+	}
+	clear(pl.objs) // the decoded page is not kept
+	pl.pages = append(pl.pages, b)
+	pl.size += len(b)
 	return nil
 }
 
@@ -61,7 +84,7 @@ func (pl *protoList) add(items []*corev1.Event) error {
 func (pl *protoList) envelope(meta metav1.ListMeta) (head, tail []byte, err error) {
 	tm := runtime.TypeMeta{APIVersion: pl.version.APIVersion(), Kind: "EventList"}
 	tmSize, metaSize := tm.Size(), meta.Size()
-	rawSize := 1 + varintLen(metaSize) + metaSize + len(pl.items)
+	rawSize := 1 + varintLen(metaSize) + metaSize + pl.size
 	head = make([]byte, 0, len(protobufMagic)+1+varintLen(tmSize)+tmSize+1+varintLen(rawSize)+1+varintLen(metaSize)+metaSize)
 	head = append(head, protobufMagic...)
 	head = binary.AppendUvarint(append(head, unknownTypeMetaTag), uint64(tmSize))
@@ -122,7 +145,7 @@ func (s *Server) listAllProtobuf(w http.ResponseWriter, rr resourceRequest, meta
 	// hold reserves what the list has grown by since it last held; it
 	// reports false when the list should be answered in JSON instead.
 	hold := func() bool {
-		grown := int64(cap(pl.items)) - held
+		grown := int64(pl.size) - held
 		if grown <= 0 || s.listBytes.take(grown) {
 			held += max(grown, 0)
 			return true
@@ -159,7 +182,7 @@ func (s *Server) listAllProtobuf(w http.ResponseWriter, rr resourceRequest, meta
 		return true
 	}
 	w.Header().Set("Content-Type", protobufMediaType)
-	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(pl.items)+len(tail)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+pl.size+len(tail)))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(head)
 	// The items go straight to the connection, not through the timeout
@@ -169,8 +192,11 @@ func (s *Server) listAllProtobuf(w http.ResponseWriter, rr resourceRequest, meta
 			return true
 		}
 	}
-	if _, err := w.Write(pl.items); err == nil {
-		_, _ = w.Write(tail)
+	for _, b := range pl.pages {
+		if _, err := w.Write(b); err != nil {
+			return true
+		}
 	}
+	_, _ = w.Write(tail)
 	return true
 }
