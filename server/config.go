@@ -35,6 +35,10 @@ const (
 	// (--max-request-bytes, 1.5 MiB): kube-apiserver cannot store a
 	// larger event, so eventsd does not either.
 	DefaultMaxObjectSizeBytes = 1572864
+	// DefaultProtobufListBytes bounds the encoded protobuf that lists of
+	// every event hold at once across requests: some 150,000 events of
+	// 400 bytes.
+	DefaultProtobufListBytes = 64 << 20
 )
 
 // Config configures a Server. Zero fields take their defaults.
@@ -115,6 +119,16 @@ type Config struct {
 	// others wait their turn, oldest first, within the request timeout.
 	// 0 means GOMAXPROCS.
 	ReadConcurrency int
+	// ProtobufListBytes bounds the bytes that lists of every event (no
+	// limit) answered in protobuf hold at once, across requests: such a
+	// list is encoded page by page and sent once whole, since the
+	// protobuf envelope starts with its length. A list that would take
+	// more than is left is streamed in JSON instead, a page at a time,
+	// when its client accepts JSON (client-go's typed clients do); a
+	// client accepting only protobuf gets it anyway. 0 means
+	// DefaultProtobufListBytes; negative, that every such list is
+	// streamed in JSON when the client accepts it.
+	ProtobufListBytes int64
 	// ReadyChecks are checked by /readyz after the store's health (a
 	// mirror reports whether it follows its source).
 	ReadyChecks []healthz.HealthChecker
@@ -190,6 +204,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxObjectSizeBytes == 0 {
 		c.MaxObjectSizeBytes = DefaultMaxObjectSizeBytes
+	}
+	if c.ProtobufListBytes == 0 {
+		c.ProtobufListBytes = DefaultProtobufListBytes
 	}
 	for _, d := range []struct {
 		v   *time.Duration

@@ -80,11 +80,12 @@ func (ls *listStream) items(items []*corev1.Event) ([]byte, error) {
 	return b[len(ls.prefix) : len(b)-len(listSuffix)], nil
 }
 
-// streamable reports whether a list answered in o can be streamed: JSON
-// and Table (JSON), and protobuf when the client accepts plain JSON too
-// (client-go's typed clients do: the protobuf envelope needs the list's
-// length before its first byte). Other answers (YAML, metadata-only) are
-// built whole.
+// streamable reports whether a list answered in o can be streamed a page
+// at a time: JSON and Table (JSON), and protobuf when the client accepts
+// plain JSON too (client-go's typed clients do) and listAllProtobuf gave
+// it up (the protobuf envelope needs the list's length before its first
+// byte, so a protobuf list is sent once encoded whole). Other answers
+// (YAML, metadata-only) are built whole.
 func streamable(o output, accept string) (output, bool) {
 	switch {
 	case o.kind == outJSON || o.kind == outTable:
@@ -134,7 +135,12 @@ func (s *Server) listAll(w http.ResponseWriter, r *http.Request, rr resourceRequ
 		}
 		return res, nil
 	}
-	so, ok := streamable(o, r.Header.Get("Accept"))
+	accept := r.Header.Get("Accept")
+	if o.kind == outProtobuf && lo.Predicate == nil &&
+		s.listAllProtobuf(w, rr, meta, page, next, acceptsPlainJSON(accept)) {
+		return
+	}
+	so, ok := streamable(o, accept)
 	if !ok || lo.Predicate != nil {
 		// A filtered list is not streamed: a filter that reaches its
 		// cost limit on a later page cuts the list with a Status.

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -63,9 +64,8 @@ func (e *env) get(path, accept string) (int, string, []byte) {
 // TestListOfEveryEventIsStreamed: a list without a limit of more events
 // than a page is streamed page by page, and the answer is the document a
 // whole list gives: JSON in both groups (re-encoding the decoded list
-// gives the same bytes), a Table kubectl prints in full, a JSON answer to
-// client-go's protobuf-or-JSON Accept, and protobuf, built whole, to a
-// client that accepts only protobuf.
+// gives the same bytes) and a Table kubectl prints in full (protobuf:
+// TestListOfEveryEventInProtobuf).
 func TestListOfEveryEventIsStreamed(t *testing.T) {
 	var store storage.Interface
 	e := newEnvWith(t, time.Hour, func(c *server.Config) { store = c.Store })
@@ -148,4 +148,151 @@ func TestListStormIsBounded(t *testing.T) {
 		t.Fatalf("the heap grew by %d MiB with %d lists in flight, want at most %d MiB", grown>>20, slots, limit>>20)
 	}
 	t.Logf("heap grew by %d MiB with %d lists in flight", grown>>20, slots)
+}
+
+// protobufList decodes a protobuf list answer into list (a
+// corev1.EventList or eventsv1.EventList) and checks that it is the
+// canonical encoding: the envelope runtime.Unknown's Marshal gives for
+// the list's own Marshal.
+func protobufList(t *testing.T, body []byte, list interface {
+	Unmarshal([]byte) error
+	Marshal() ([]byte, error)
+}) runtime.TypeMeta {
+	t.Helper()
+	if !bytes.HasPrefix(body, []byte("k8s\x00")) {
+		t.Fatalf("not a protobuf envelope: %.40q", body)
+	}
+	var u runtime.Unknown
+	if err := u.Unmarshal(body[4:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := list.Unmarshal(u.Raw); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := list.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon, err := (&runtime.Unknown{TypeMeta: u.TypeMeta, Raw: raw}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(append([]byte("k8s\x00"), canon...), body) {
+		t.Fatal("the protobuf list is not the canonical encoding of what it holds")
+	}
+	return u.TypeMeta
+}
+
+// TestListOfEveryEventInProtobuf: a list without a limit of more events
+// than a page, asked for in protobuf, is answered in protobuf (encoded a
+// page at a time), whether or not the client accepts JSON too: the
+// canonical encoding of the same list the JSON answer holds, in both
+// groups, with its Content-Length, and client-go's protobuf clients
+// decode it. Lists that would hold more than Config.ProtobufListBytes
+// are streamed in JSON to clients that accept it, and still answered in
+// protobuf to clients that accept nothing else; the bytes a list held
+// are given back when it is answered.
+func TestListOfEveryEventInProtobuf(t *testing.T) {
+	const n = 700 // three pages
+	var store storage.Interface
+	limit := int64(server.DefaultProtobufListBytes)
+	e := newEnvWith(t, time.Hour, func(c *server.Config) { store, c.ProtobufListBytes = c.Store, limit })
+	fill(t, e.ctx, store, n, 100)
+	const (
+		protoOnly = "application/vnd.kubernetes.protobuf"
+		protoJSON = "application/vnd.kubernetes.protobuf,application/json"
+	)
+	rv := fmt.Sprint(store.Revision())
+
+	_, _, jsonCore := e.get("/api/v1/events", "application/json")
+	_, _, jsonEv1 := e.get("/apis/events.k8s.io/v1/events", "application/json")
+	for _, accept := range []string{protoOnly, protoJSON} {
+		code, ct, body := e.get("/api/v1/events", accept)
+		if code != http.StatusOK || ct != protoOnly {
+			t.Fatalf("core/v1, Accept %s: %d %s", accept, code, ct)
+		}
+		var core corev1.EventList
+		tm := protobufList(t, body, &core)
+		if tm.APIVersion != "v1" || tm.Kind != "EventList" || len(core.Items) != n || core.ResourceVersion != rv || core.Continue != "" {
+			t.Fatalf("core/v1, Accept %s: %+v, %d items at %q, continue %q; want %d at %s", accept, tm, len(core.Items), core.ResourceVersion, core.Continue, n, rv)
+		}
+		// The same list as the JSON answer (which sets the items' kind).
+		core.TypeMeta = metav1.TypeMeta{Kind: "EventList", APIVersion: "v1"}
+		for i := range core.Items {
+			core.Items[i].TypeMeta = metav1.TypeMeta{Kind: "Event", APIVersion: "v1"}
+		}
+		if j, _ := json.Marshal(&core); !bytes.Equal(j, jsonCore) {
+			t.Fatalf("core/v1, Accept %s: the protobuf list holds other events than the JSON list", accept)
+		}
+
+		code, ct, body = e.get("/apis/events.k8s.io/v1/events", accept)
+		if code != http.StatusOK || ct != protoOnly {
+			t.Fatalf("events.k8s.io/v1, Accept %s: %d %s", accept, code, ct)
+		}
+		var ev1 eventsv1.EventList
+		tm = protobufList(t, body, &ev1)
+		if tm.APIVersion != "events.k8s.io/v1" || tm.Kind != "EventList" || len(ev1.Items) != n || ev1.ResourceVersion != rv {
+			t.Fatalf("events.k8s.io/v1, Accept %s: %+v, %d items at %q", accept, tm, len(ev1.Items), ev1.ResourceVersion)
+		}
+		ev1.TypeMeta = metav1.TypeMeta{Kind: "EventList", APIVersion: "events.k8s.io/v1"}
+		for i := range ev1.Items {
+			ev1.Items[i].TypeMeta = metav1.TypeMeta{Kind: "Event", APIVersion: "events.k8s.io/v1"}
+		}
+		if j, _ := json.Marshal(&ev1); !bytes.Equal(j, jsonEv1) {
+			t.Fatalf("events.k8s.io/v1, Accept %s: the protobuf list holds other events than the JSON list", accept)
+		}
+
+		// client-go's typed clients, in protobuf.
+		cs, err := kubernetes.NewForConfig(&rest.Config{Host: e.url, QPS: -1, ContentConfig: rest.ContentConfig{
+			AcceptContentTypes: accept, ContentType: protoOnly}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := cs.CoreV1().Events("").List(e.ctx, metav1.ListOptions{})
+		if err != nil || len(l.Items) != n || l.ResourceVersion != rv || l.Items[0].Message != strings.Repeat("m", 100) {
+			t.Fatalf("client-go core/v1, Accept %s: %v, %d items", accept, err, len(l.Items))
+		}
+		l1, err := cs.EventsV1().Events("ns3").List(e.ctx, metav1.ListOptions{})
+		if err != nil || len(l1.Items) != n/10 || l1.Items[0].Note != strings.Repeat("m", 100) {
+			t.Fatalf("client-go events.k8s.io/v1 in ns3, Accept %s: %v, %d items", accept, err, len(l1.Items))
+		}
+	}
+
+	// A list of one namespace (70 events) fits in a page: answered whole,
+	// as before, in protobuf.
+	if code, ct, _ := e.get("/api/v1/namespaces/ns1/events", protoJSON); code != http.StatusOK || ct != protoOnly {
+		t.Fatalf("one page: %d %s", code, ct)
+	}
+
+	// The bytes a list held are given back: with room for one list at a
+	// time, lists one after the other are all answered in protobuf.
+	_, _, body := e.get("/api/v1/events", protoOnly)
+	one := int64(len(body))
+	small := newEnvWith(t, time.Hour, func(c *server.Config) { store, c.ProtobufListBytes = c.Store, 2*one })
+	fill(t, small.ctx, store, n, 100)
+	for i := range 5 {
+		if code, ct, _ := small.get("/api/v1/events", protoJSON); code != http.StatusOK || ct != protoOnly {
+			t.Fatalf("list %d with room for one: %d %s", i, code, ct)
+		}
+	}
+	// Without room: JSON, streamed, to a client that accepts it; protobuf
+	// to one that accepts only protobuf.
+	none := newEnvWith(t, time.Hour, func(c *server.Config) { store, c.ProtobufListBytes = c.Store, one/2 })
+	fill(t, none.ctx, store, n, 100)
+	code, ct, body := none.get("/api/v1/events", protoJSON)
+	var core corev1.EventList
+	if err := json.Unmarshal(body, &core); code != http.StatusOK || ct != "application/json" || err != nil || len(core.Items) != n {
+		t.Fatalf("without room, Accept %s: %d %s %v, %d items", protoJSON, code, ct, err, len(core.Items))
+	}
+	if again, _ := json.Marshal(&core); !bytes.Equal(again, body) {
+		t.Fatal("without room: the streamed JSON list is not the document json.Marshal gives")
+	}
+	code, ct, body = none.get("/api/v1/events", protoOnly)
+	if code != http.StatusOK || ct != protoOnly {
+		t.Fatalf("without room, Accept %s: %d %s", protoOnly, code, ct)
+	}
+	core = corev1.EventList{}
+	if protobufList(t, body, &core); len(core.Items) != n {
+		t.Fatalf("without room, Accept %s: %d items", protoOnly, len(core.Items))
+	}
 }

@@ -63,7 +63,10 @@ type Server struct {
 	// workers run the handlers of requests with a timeout (withTimeout).
 	workers *workerPool
 	// readGate bounds the CPU of large reads: watch initializations, lists of every event.
-	readGate     *readGate
+	readGate *readGate
+	// listBytes bounds what lists of every event answered in protobuf
+	// hold (Config.ProtobufListBytes).
+	listBytes    *byteBudget
 	stopWatches  chan struct{}
 	stopOnce     sync.Once
 	shuttingDown atomic.Bool
@@ -78,6 +81,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Server{cfg: cfg, stopWatches: make(chan struct{}), workers: newWorkerPool(), readGate: newReadGate(cfg.ReadConcurrency),
+		listBytes:    &byteBudget{limit: max(cfg.ProtobufListBytes, 0)},
 		readOnly:     newInflight(cfg.MaxRequestsInflight),
 		mutating:     newInflight(cfg.MaxMutatingRequestsInflight),
 		rejectLog:    newLogLimiter(cfg.Clock, cfg.Logger, 10*time.Second),

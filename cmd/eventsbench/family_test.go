@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -132,8 +133,10 @@ func TestAnnouncingEvents(t *testing.T) {
 
 // TestFamilyTiny runs the query and create phases at a tiny size against
 // a real eventsd (no kube-apiserver): the family query must return every
-// family event, the one-object-at-a-time lists the same number, and the
-// report must show both, and both create runs.
+// family event to a protobuf and a JSON client, the one-object-at-a-time
+// lists the same number, and the report must show them, and both create
+// runs. With --store-dir, a second run reuses the first's store and
+// finds the same family in it; a run of another size fills a new one.
 func TestFamilyTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts eventsd")
@@ -152,7 +155,9 @@ func TestFamilyTiny(t *testing.T) {
 		var md bytes.Buffer
 		printFamilyReport(&md, rep)
 		t.Logf("report:\n%s", md.String())
-		for _, want := range []string{"| eventsd | family.kind=Deployment,family.name=web (one list, 5 queries) | 1 | 123 |",
+		for _, want := range []string{
+			"| eventsd | family.kind=Deployment,family.name=web (one list, 5 queries; Accept: application/vnd.kubernetes.protobuf,application/json) | 1 | 123 |",
+			"| eventsd | family.kind=Deployment,family.name=web (one list, 5 queries; Accept: application/json) | 1 | 123 |",
 			"| eventsd | involvedObject.uid=…, one object at a time (a round; 1 rounds) | 23 | 123 |", "| true | 2 |", "| false | 2 |", "goal family query p99"} {
 			if !strings.Contains(md.String(), want) {
 				t.Errorf("report lacks %q", want)
@@ -167,5 +172,20 @@ func TestFamilyTiny(t *testing.T) {
 	}
 	if c := rep.Create; len(c.Runs) != 2 || c.Ratio <= 0 {
 		t.Errorf("create runs %+v", c)
+	}
+
+	cfg.Phases, cfg.StoreDir = []string{familyPhaseQuery}, filepath.Join(t.TempDir(), "store")
+	for i, want := range []bool{false, true, false} {
+		if i == 2 {
+			cfg.Events = 3_100
+		}
+		rep, err := runFamilyBench(ctx, cfg)
+		if err != nil {
+			t.Fatalf("--store-dir, run %d: %v", i, err)
+		}
+		if q := rep.Query; q.StoreReused != want || q.Family.Returned != 123 || q.EventsdPerObject.Returned != 123 || q.GraphObjects < cfg.Objects-13 {
+			t.Errorf("--store-dir, run %d: reused %v (want %v), %d and %d events returned, the lineage holding %d objects",
+				i, q.StoreReused, want, q.Family.Returned, q.EventsdPerObject.Returned, q.GraphObjects)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package pebblestore
 import (
 	"sync/atomic"
 	"testing"
+
+	"github.com/kubevents/kubevents/storage/index"
 )
 
 // TestUnionCacheBounds: a view keeps at most maxUnionCache lists of
@@ -32,5 +34,34 @@ func TestUnionCacheBounds(t *testing.T) {
 	b.drop()
 	if kept.Load() != 0 {
 		t.Fatalf("%d candidates counted after every view dropped", kept.Load())
+	}
+}
+
+// TestIsUnionCacheKey: a kept list's key is recognized from its lookups
+// and namespace exactly when unionCacheKey gives that key.
+func TestIsUnionCacheKey(t *testing.T) {
+	l := func(id byte, v string) index.Lookup { return index.Lookup{ID: index.ID(id), Value: v} }
+	plans := []struct {
+		ns      string
+		lookups []index.Lookup
+	}{
+		{"", nil},
+		{"ns", nil},
+		{"ns", []index.Lookup{l(1, "web")}},
+		{"ns", []index.Lookup{l(2, "web")}},
+		{"ns", []index.Lookup{l(1, "we")}},
+		{"ns", []index.Lookup{l(1, "web"), l(2, "web")}},
+		{"ns", []index.Lookup{l(1, "web"), l(2, "web-1")}},
+		{"n", []index.Lookup{l(1, "web"), l(2, "web")}},
+		{"ns", []index.Lookup{l(1, "web"), l(2, "")}},
+		{"ns", []index.Lookup{l(1, ""), l(2, "web")}},
+	}
+	for i, a := range plans {
+		key := unionCacheKey(a.lookups, a.ns)
+		for j, b := range plans {
+			if got, want := isUnionCacheKey(key, b.lookups, b.ns), key == unionCacheKey(b.lookups, b.ns); got != want {
+				t.Errorf("plan %d's key against plan %d: %v, want %v", i, j, got, want)
+			}
+		}
 	}
 }
