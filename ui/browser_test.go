@@ -46,10 +46,11 @@ import (
 )
 
 // updateScreenshot rewrites docs/timeline.png, the README's screenshot,
-// and docs/family.png, the demo's family in getting-started.md:
+// docs/family.png, the demo's family in getting-started.md, and
+// docs/search.png, the search page's:
 //
-//	go test ./ui -run 'TestTimelineInBrowser/extensions|TestFamilyOfTheDemo' -update-screenshot
-var updateScreenshot = flag.Bool("update-screenshot", false, "write the timeline's screenshot to docs/timeline.png and the demo family's to docs/family.png")
+//	go test ./ui -run 'TestTimelineInBrowser/extensions|TestFamilyOfTheDemo|TestSearchFacets' -update-screenshot
+var updateScreenshot = flag.Bool("update-screenshot", false, "write the timeline's screenshot to docs/timeline.png, the demo family's to docs/family.png and the search page's to docs/search.png")
 
 // browserTimeout bounds each browser test.
 const browserTimeout = 3 * time.Minute
@@ -102,6 +103,13 @@ func browser(t *testing.T) context.Context {
 // TestModelJS runs model.js's unit tests (testdata/model_test.js) in the
 // browser and reports each failure.
 func TestModelJS(t *testing.T) {
+	runJSTests(t, "test.html", "model_test.js")
+}
+
+// runJSTests loads testdata's page (which runs the tests of testdata's
+// file against the assets) in the browser and reports each failure.
+func runJSTests(t *testing.T, page, file string) {
+	t.Helper()
 	ctx := browser(t)
 	mux := http.NewServeMux()
 	mux.Handle("/test/", http.StripPrefix("/test/", http.FileServer(http.Dir("testdata"))))
@@ -113,7 +121,7 @@ func TestModelJS(t *testing.T) {
 		Done    bool
 		Results []struct{ Name, Error string }
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/test/test.html")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/test/"+page)); err != nil {
 		t.Fatal(err)
 	}
 	res, err := chromedp.Run(ctx, chromedp.Poll[results](`window.testResults`, chromedp.WithPollingTimeout(30*time.Second)))
@@ -121,14 +129,14 @@ func TestModelJS(t *testing.T) {
 		out, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#out').textContent`))
 		t.Fatalf("running the JavaScript tests: %v\n%s", err, out)
 	}
-	// As many tests as model_test.js declares: a file that fails to load
+	// As many tests as the file declares: a file that fails to load
 	// or stops early does not pass.
-	src, err := os.ReadFile("testdata/model_test.js")
+	src, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := strings.Count(string(src), "\ntest("); len(res.Results) != want {
-		t.Errorf("%d JavaScript tests ran, model_test.js has %d", len(res.Results), want)
+		t.Errorf("%d JavaScript tests ran, %s has %d", len(res.Results), file, want)
 	}
 	for _, r := range res.Results {
 		if r.Error != "" {

@@ -2,6 +2,7 @@
 // on is in model.js; this file draws and wires the DOM.
 
 import { API, ApiError } from "./api.js";
+import { $, askToken, el, errorText, iso, svg } from "./page.js";
 import {
   DEFAULT_ZOOM, EventStore, ZOOMS, describe, familySelector, familyTree, familyWindow, formatTarget, guessKind,
   involvement, involvesSelector, isUnsupportedField, layoutFamily, layoutTimeline, lineageHas, objectRef, overview,
@@ -9,7 +10,6 @@ import {
   wheelFactor, windowFor, zoomAround,
 } from "./model.js";
 
-const SVG = "http://www.w3.org/2000/svg";
 // TRACK_HEIGHT is the height of one row of bars in a lane, in pixels.
 const TRACK_HEIGHT = 24;
 // LANE_LIMIT lanes are drawn at first; more on request.
@@ -31,46 +31,6 @@ const FAMILY_INDENT = 18;
 // retried with the error backoff, not at once.
 const QUICK_END = 1000;
 
-const $ = (sel) => document.querySelector(sel);
-
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") e.className = v;
-    else if (k.startsWith("data-") || k.startsWith("aria-") || k === "role" || k === "href" || k === "tabindex") e.setAttribute(k, v);
-    else e[k] = v;
-  }
-  for (const c of children) if (c != null) e.append(c);
-  return e;
-}
-
-function svg(tag, attrs = {}) {
-  const e = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  return e;
-}
-
-const iso = (ms) => (isNaN(ms) ? "" : new Date(ms).toISOString().replace(".000Z", "Z"));
-
-// askToken shows the token dialog and resolves to what the user enters.
-function askToken(message) {
-  const dialog = $("#token-dialog");
-  $("#token-message").textContent = message;
-  $("#token-input").value = "";
-  return new Promise((resolve, reject) => {
-    const done = () => {
-      dialog.removeEventListener("close", done);
-      const v = $("#token-input").value.trim();
-      if (dialog.returnValue === "ok" && v) resolve(v);
-      else reject(new Error("no token given"));
-    };
-    dialog.addEventListener("close", done);
-    dialog.returnValue = "";
-    dialog.showModal();
-    $("#token-input").focus();
-  });
-}
-
 // showTokenState shows "Forget token" only while the tab keeps a token.
 function showTokenState() {
   $("#forget-token").hidden = !api.token;
@@ -85,11 +45,6 @@ function setStatus(msg, isError) {
   const s = $("#status");
   s.textContent = msg;
   s.classList.toggle("error", !!isError);
-}
-
-function errorText(err) {
-  if (err instanceof ApiError) return `${err.code}: ${err.message}`;
-  return String(err && err.message ? err.message : err);
 }
 
 // navigate changes the page's state, in the URL (a new history entry
