@@ -37,6 +37,9 @@ type Facet struct {
 	// Value is the field's value ("" when events leave it empty), or a
 	// time bucket's start.
 	Value string `json:"value"`
+	// Other is set on the facet that counts together the field's values
+	// beyond the top ones given (Value is then empty).
+	Other bool `json:"other,omitempty"`
 	// Occurrences is the occurrences the events report (Occurrences
 	// summed); Events how many events there are.
 	Occurrences int64 `json:"occurrences"`

@@ -41,6 +41,8 @@ var discoveryResources = []apiResource{
 	{"events.kubevents.io", "v1", "events", "event", "Event", true, nil, readVerbs},
 	// The ownership lineage behind the family.* selectors (lineages.go).
 	{"events.kubevents.io", "v1", "lineages", "lineage", "Lineage", true, nil, []string{"list"}},
+	// Summaries of events: occurrences by field and over time (facets.go).
+	{"events.kubevents.io", "v1", "facets", "facet", "Facet", true, nil, []string{"list"}},
 
 	{"", "v1", "pods", "pod", "Pod", true, []string{"po"}, nil},
 	{"", "v1", "nodes", "node", "Node", false, []string{"no"}, nil},

@@ -16,18 +16,19 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
-// lineagePath recognises /apis/events.kubevents.io/v1[/namespaces/NS]/lineages
-// and returns its namespace.
-func lineagePath(p string) (namespace string, ok bool) {
+// kubeventsPath recognises /apis/events.kubevents.io/v1[/namespaces/NS]/RESOURCE
+// for one of eventsd's own list-only resources (lineages, facets) and
+// returns its namespace.
+func kubeventsPath(p, resource string) (namespace string, ok bool) {
 	rest, ok := strings.CutPrefix(p, kubeventsPrefix)
 	if !ok {
 		return "", false
 	}
 	parts := strings.Split(strings.TrimSuffix(rest, "/"), "/")
 	switch {
-	case len(parts) == 1 && parts[0] == eventapi.LineageResource:
+	case len(parts) == 1 && parts[0] == resource:
 		return "", true
-	case len(parts) == 3 && parts[0] == "namespaces" && parts[1] != "" && parts[2] == eventapi.LineageResource:
+	case len(parts) == 3 && parts[0] == "namespaces" && parts[1] != "" && parts[2] == resource:
 		return parts[1], true
 	}
 	return "", false

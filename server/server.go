@@ -276,8 +276,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.serveResource(w, r, rr, watchPath)
 		return
 	}
-	if ns, ok := lineagePath(r.URL.Path); ok {
+	if ns, ok := kubeventsPath(r.URL.Path, eventapi.LineageResource); ok {
 		s.serveLineages(w, r, ns)
+		return
+	}
+	if ns, ok := kubeventsPath(r.URL.Path, eventapi.FacetResource); ok {
+		s.serveFacets(w, r, ns)
 		return
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
