@@ -101,6 +101,19 @@ func createSearchEvents(t *testing.T, srv *eventsd, n int, now time.Time) []sear
 	return out
 }
 
+// searchOccurrences is the occurrences of createSearchEvents' n events:
+// one each, and i+2 for the series (every tenth).
+func searchOccurrences(n int) int {
+	occ := 0
+	for i := range n {
+		occ++
+		if i%10 == 0 {
+			occ += i + 1
+		}
+	}
+	return occ
+}
+
 // uidsOf is the sorted uids of the events keep selects.
 func uidsOf(evs []searchEvent, keep func(searchEvent) bool) []string {
 	var out []string
@@ -348,6 +361,11 @@ func TestSearchBurst(t *testing.T) {
 	}
 	// Generous bounds: the machine also runs eventsd and the writers
 	// (with the race detector); the page's own repaint is the tighter.
+	// The histogram follows, its facets read again at most every 5 s.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`document.querySelector('#histogram').dataset.occurrences === '%d'`, searchOccurrences(n)), chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		h, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify(document.querySelector('#histogram').dataset) + ' ' + JSON.stringify(document.querySelector('#search-view').dataset) + ' ' + document.querySelector('#histogram-note').textContent`))
+		t.Fatalf("waiting for the burst in the histogram: %v (%s)", err, h)
+	}
 	if slowest > 2*time.Second || got.RenderMs > 500 {
 		t.Errorf("during the burst the page took %v to answer, and %d ms to repaint: want under 2 s and 500 ms", slowest, got.RenderMs)
 	}
@@ -366,15 +384,9 @@ func TestSearchFacets(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSearch(t, ctx, "every event", searchState{})
-	waitPage(t, ctx, "the histogram", `['ready', 'error'].includes(document.querySelector('#histogram').dataset.status)`)
+	waitPage(t, ctx, "the histogram", `['ready', 'error'].includes(document.querySelector('#search-view').dataset.facets)`)
 
-	var occurrences int
-	for i := range evs {
-		occurrences++
-		if i%10 == 0 {
-			occurrences += i + 1
-		}
-	}
+	occurrences := searchOccurrences(len(evs))
 	hist, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
 		Status            string
 		Occurrences, Bars int
@@ -409,9 +421,7 @@ func TestSearchFacets(t *testing.T) {
 	checkRange(t, ctx, evs, "the dragged range")
 
 	// A click on the highest bar: that bucket.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#search-view`))); err != nil {
-		t.Fatal(err)
-	}
+	waitPage(t, ctx, "the zoomed histogram", `document.querySelector('#search-view').dataset.facets === 'ready'`)
 	before, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`JSON.stringify(window.kubevents.state)`))
 	bar, err := chromedp.Run(ctx, chromedp.Evaluate[struct{ X, Y float64 }](`(() => { const bars = [...document.querySelectorAll('#histo rect.bar')];
 		const b = bars.reduce((a, c) => +c.dataset.occurrences > +a.dataset.occurrences ? c : a); const r = b.getBoundingClientRect();
@@ -434,7 +444,7 @@ func TestSearchFacets(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSearch(t, ctx, "every time again", searchState{})
-	waitPage(t, ctx, "the loudest reasons", `document.querySelectorAll('#loudest-tables [data-field="reason"] button.facet').length > 0`)
+	waitPage(t, ctx, "the loudest reasons", `document.querySelector('#search-view').dataset.facets === 'ready' && document.querySelectorAll('#loudest-tables [data-field="reason"] button.facet').length > 0`)
 	top, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#loudest-tables [data-field="reason"] button.facet').dataset.value`))
 	if err != nil {
 		t.Fatal(err)
@@ -456,6 +466,7 @@ func TestSearchFacets(t *testing.T) {
 	}
 	waitSearch(t, ctx, "the loudest reason as a filter", searchState{Reason: top})
 	checkShown(t, ctx, "the loudest reason", uidsOf(evs, func(e searchEvent) bool { return e.Reason == top }))
+	waitPage(t, ctx, "the loudest reason's facets", `document.querySelector('#search-view').dataset.facets === 'ready'`)
 
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {

@@ -44,6 +44,7 @@ let session = null;
 let rowLimit = ROWS;
 let repaints = 0;
 let shownHistogram = null;
+let lastFacets = null;
 let searchGen = 0;
 
 function setStatus(msg, isError) {
@@ -165,6 +166,7 @@ async function search(s, push) {
   fillForm(s);
   render();
   view.dataset.status = "ready";
+  view.dataset.facets = "loading";
   loadFacets(next);
   const r = liveRange(s, Date.now());
   if (r.live) {
@@ -259,16 +261,21 @@ async function loadFacets(s) {
       ? "This server does not summarize events (eventsd's facets): no histogram or loudest panel."
       : `Reading the facets failed: ${errorText(err)}`;
     $("#histogram-note").textContent = msg;
+    $("#search-view").dataset.facets = "error";
     return;
   }
   if (s !== session) return;
   drawHistogram(facets);
   drawLoudest(facets);
+  $("#search-view").dataset.facets = "ready";
 }
 
 function drawHistogram(facets) {
+  lastFacets = facets;
   const box = $("#histo");
-  const width = Math.max(300, Math.floor(box.clientWidth || 600));
+  // The panel's width, not the drawing's (which an earlier, wider one
+  // would keep).
+  const width = Math.max(300, Math.floor($("#histogram").clientWidth || 600));
   const h = histogram(facets, width);
   shownHistogram = h && { h, width };
   const panel = $("#histogram");
@@ -306,6 +313,7 @@ function drawLoudest(facets) {
   $("#loudest-tables").replaceChildren(...LOUDEST_FIELDS.map((f) => el("div", { class: "loudest-field", "data-field": f },
     el("h3", {}, names[f]),
     l[f].length ? el("table", {}, el("tbody", {}, ...l[f].map((v) => {
+      if (v.other) return el("tr", { class: "other" }, el("td", { class: "hint" }, "(all others)"), el("td", { class: "num" }, String(v.occurrences)));
       const b = el("button", { type: "button", class: "facet", "data-field": f, "data-value": v.value, title: `Only ${f} ${v.value || "(none)"}` }, v.value || "(none)");
       b.addEventListener("click", () => search(withFacet(state, f, v.value), true));
       return el("tr", {}, el("td", {}, b), el("td", { class: "num" }, String(v.occurrences)));
@@ -371,6 +379,7 @@ function setup() {
   $("#forget-token").hidden = !api.token;
   window.addEventListener("popstate", () => search(searchFromURL(location.search), false));
   setupHistogram();
+  window.addEventListener("resize", () => lastFacets && drawHistogram(lastFacets));
   fillForm(state);
   search(state, false);
 }

@@ -172,12 +172,13 @@ export const LOUDEST_FIELDS = ["reason", "kind", "namespace"];
 
 // loudest reads a FacetList's values of each of fields, most
 // occurrences first as the server orders them: {field: [{value,
-// occurrences, events}]}.
+// occurrences, events, other}]}; other marks the facet counting the
+// values beyond the top ones together, which is not a value to filter by.
 export function loudest(facets, fields = LOUDEST_FIELDS) {
   const out = {};
   for (const f of fields) out[f] = [];
   for (const it of (facets && facets.items) || []) {
-    if (out[it.field]) out[it.field].push({ value: it.value, occurrences: it.occurrences, events: it.events });
+    if (out[it.field]) out[it.field].push({ value: it.value, occurrences: it.occurrences, events: it.events, other: !!it.other });
   }
   return out;
 }

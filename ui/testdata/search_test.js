@@ -120,6 +120,7 @@ const facets = {
     { field: "type", value: "Warning", occurrences: 30, events: 2 },
     { field: "kind", value: "Pod", occurrences: 40, events: 6 },
     { field: "namespace", value: "shop", occurrences: 40, events: 6 },
+    { field: "namespace", value: "", other: true, occurrences: 3, events: 1 },
     { field: "time", value: at(0), occurrences: 10, events: 4 },
     { field: "time", value: at(20), occurrences: 30, events: 2 },
   ],
@@ -129,7 +130,8 @@ test("loudest reads each field's values in the server's order", () => {
   const l = s.loudest(facets);
   eq(Object.keys(l), ["reason", "kind", "namespace"]);
   eq(l.reason.map((v) => `${v.value}:${v.occurrences}`), ["BackOff:30", "Pulled:10"]);
-  eq(l.kind, [{ value: "Pod", occurrences: 40, events: 6 }]);
+  eq(l.kind, [{ value: "Pod", occurrences: 40, events: 6, other: false }]);
+  eq(l.namespace.map((v) => v.other), [false, true]);
   eq(s.loudest(null).reason, []);
 });
 
