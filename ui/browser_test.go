@@ -159,6 +159,8 @@ type eventsd struct {
 	expireWatch atomic.Bool
 	// lists counts event lists (not watches).
 	lists atomic.Int32
+	// noFacets, when set, answers facets 404, as a server without them.
+	noFacets atomic.Bool
 }
 
 // expired is kube-apiserver's watch event for a resourceVersion too old.
@@ -166,6 +168,10 @@ const expired = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","me
 
 func (e *eventsd) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e.noFacets.Load() && strings.HasSuffix(r.URL.Path, "/facets") {
+			http.NotFound(w, r)
+			return
+		}
 		if strings.HasSuffix(r.URL.Path, "/events") {
 			if r.URL.Query().Get("watch") == "" {
 				e.lists.Add(1)

@@ -468,6 +468,16 @@ func TestSearchFacets(t *testing.T) {
 	checkShown(t, ctx, "the loudest reason", uidsOf(evs, func(e searchEvent) bool { return e.Reason == top }))
 	waitPage(t, ctx, "the loudest reason's facets", `document.querySelector('#search-view').dataset.facets === 'ready'`)
 
+	// With a filter too: the series of more than 10 among them.
+	series := searchState{Filter: `has(object.series) && object.series.count > 10`, Reason: top}
+	submitSearch(t, ctx, series)
+	waitSearch(t, ctx, "a filter with the loudest reason", series)
+	checkShown(t, ctx, "a filter with the loudest reason", uidsOf(evs, func(e searchEvent) bool {
+		i := slices.IndexFunc(evs, func(x searchEvent) bool { return x.UID == e.UID })
+		return e.Reason == top && i%10 == 0 && i+2 > 10
+	}))
+	waitPage(t, ctx, "the filter's facets", `document.querySelector('#search-view').dataset.facets === 'ready'`)
+
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
@@ -500,4 +510,37 @@ func checkRange(t *testing.T, ctx context.Context, evs []searchEvent, what strin
 		t.Errorf("%s: %s to %s holds %d of the %d events: want some, not all", what, st.Since, st.Until, len(want), len(evs))
 	}
 	checkShown(t, ctx, what, want)
+}
+
+// TestSearchWithoutExtensions: against an eventsd with a token and
+// --extensions=false, and without facets (404, as another API server),
+// the search page asks for the token, lists every event, says that the
+// server gives no facets, and shows the server's refusal of a filter
+// under the box.
+func TestSearchWithoutExtensions(t *testing.T) {
+	ctx := browser(t)
+	srv := startEventsd(t, false, true)
+	srv.noFacets.Store(true)
+	evs := createSearchEvents(t, srv, 12, time.Now())
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.url+"/ui/search.html")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, "the token prompt", `document.querySelector('#token-dialog').open`)
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#token-input"), testToken),
+		chromedp.Click(chromedp.CSS("#token-ok")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitSearch(t, ctx, "every event", searchState{})
+	checkShown(t, ctx, "every event", uidsOf(evs, func(searchEvent) bool { return true }))
+	waitPage(t, ctx, "no facets", `document.querySelector('#search-view').dataset.facets === 'error' && document.querySelector('#histogram-note').textContent.startsWith('This server does not summarize events')`)
+
+	submitSearch(t, ctx, searchState{Filter: "true"})
+	waitPage(t, ctx, "the refused filter", `document.querySelector('#search-view').dataset.status === 'invalid' && document.querySelector('#filter-error').textContent.includes('extensions are disabled')`)
+	// The field filters still work: they are upstream's.
+	warnings := searchState{Type: "Warning", Namespace: "shop"}
+	submitSearch(t, ctx, warnings)
+	waitSearch(t, ctx, "shop's Warnings", warnings)
+	checkShown(t, ctx, "shop's Warnings", uidsOf(evs, func(e searchEvent) bool { return e.Type == "Warning" && e.Namespace == "shop" }))
 }
