@@ -13,7 +13,7 @@
 // repaints.
 
 import { API, ApiError } from "./api.js";
-import { $, askToken, el, errorText, iso, svg } from "./page.js";
+import { $, askToken, el, errorText, follow, iso, svg } from "./page.js";
 import { EventStore, formatTarget, objectRef, rangeOfDrag, timeTicks } from "./model.js";
 import {
   Batcher, FILTER_EXAMPLES, LOUDEST_FIELDS, barAt, fieldSelectorOf, histogram, listParams, liveRange, loudest,
@@ -32,8 +32,6 @@ const REPAINT = 500;
 const FACETS_REFRESH = 5000;
 // TOP is how many values of each field the facets give.
 const TOP = 10;
-// RETRY_MAX is the longest wait before a watch reconnects.
-const RETRY_MAX = 30000;
 // HISTOGRAM_HEIGHT is the bars' height in px, under them the axis.
 const HISTOGRAM_HEIGHT = 110;
 const AXIS_HEIGHT = 18;
@@ -82,36 +80,22 @@ class SearchSession {
   }
 
   // watch follows the changes until the session stops.
-  async watch() {
-    let wait = 1000;
-    const signal = this.abort.signal;
-    while (!signal.aborted) {
-      try {
-        this.setLive("watching");
-        await api.watch(this.namespace, this.selector, this.store.rv, (e) => {
-          wait = 1000;
-          // A bookmark only moves the resume point.
-          if (!this.store.apply(e.type, e.object)) return;
-          this.changes++;
-          this.batch.add();
-        }, signal, watchParams(this.s));
-      } catch (err) {
-        if (signal.aborted) return;
-        if (err instanceof ApiError && err.code === 410) {
-          this.setLive("relisting");
-          try {
-            await this.list();
-            this.batch.add();
-            continue;
-          } catch (err2) {
-            err = err2;
-          }
-        }
-        this.setLive(`reconnecting in ${Math.round(wait / 1000)} s (${errorText(err)})`);
-        await new Promise((r) => setTimeout(r, wait));
-        wait = Math.min(wait * 2, RETRY_MAX);
-      }
-    }
+  watch() {
+    return follow({
+      signal: this.abort.signal,
+      setLive: (s) => this.setLive(s),
+      watch: (onEvent) => api.watch(this.namespace, this.selector, this.store.rv, onEvent, this.abort.signal, watchParams(this.s)),
+      onEvent: (e) => {
+        // A bookmark only moves the resume point.
+        if (!this.store.apply(e.type, e.object)) return;
+        this.changes++;
+        this.batch.add();
+      },
+      relist: async () => {
+        await this.list();
+        this.batch.add();
+      },
+    });
   }
 
   flush() {
