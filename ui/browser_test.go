@@ -394,6 +394,18 @@ func summary(ls []lane) string {
 	return b.String()
 }
 
+// giveToken waits for the page's token prompt and enters token.
+func giveToken(t *testing.T, ctx context.Context, token string) {
+	t.Helper()
+	waitPage(t, ctx, "the token prompt", `document.querySelector('#token-dialog').open`)
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#token-input"), token),
+		chromedp.Click(chromedp.CSS("#token-ok")),
+	); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitPage waits until the JavaScript condition holds on the page.
 func waitPage(t *testing.T, ctx context.Context, what, cond string) {
 	t.Helper()
@@ -427,13 +439,7 @@ func TestTimelineInBrowser(t *testing.T) {
 			}
 			if c.auth {
 				// The API answers 401: the page asks for a token.
-				waitPage(t, ctx, "the token prompt", `document.querySelector('#token-dialog').open`)
-				if err := chromedp.Do(ctx,
-					chromedp.SendKeys(chromedp.CSS("#token-input"), testToken),
-					chromedp.Click(chromedp.CSS("#token-ok")),
-				); err != nil {
-					t.Fatal(err)
-				}
+				giveToken(t, ctx, testToken)
 			}
 			// The overview: web-1 has 3 + 2 + 2 Warning occurrences in
 			// the last hour, node-1 one.
@@ -777,13 +783,7 @@ func TestTimelineNamespaceOnly(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/ui/?object=default/pod/web-1")); err != nil {
 		t.Fatal(err)
 	}
-	waitPage(t, ctx, "the token prompt", `document.querySelector('#token-dialog').open`)
-	if err := chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.CSS("#token-input"), "bob-token"),
-		chromedp.Click(chromedp.CSS("#token-ok")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	giveToken(t, ctx, "bob-token")
 	waitPage(t, ctx, "the timeline", `document.querySelector('#timeline').dataset.live === 'watching' && document.querySelector('#timeline').dataset.status === 'ready' && document.querySelectorAll('#lanes .lane[data-lane]').length === 2 && location.search === '?object=default%2FPod%2Fweb-1'`)
 	if got, want := summary(lanes(t, ctx)), "regarding Normal Scheduled []: mark/Normal/x1/\nregarding Warning BackOff []: mark/Warning/x1/\n"; got != want {
 		t.Errorf("lanes:\n%s\nwant:\n%s", got, want)

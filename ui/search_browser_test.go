@@ -250,10 +250,10 @@ func TestSearchInBrowser(t *testing.T) {
 
 	// Live: a new BackOff in default arrives, a new Pulled does not.
 	waitPage(t, ctx, "the watch", `document.querySelector('#search-view').dataset.live === 'watching'`)
-	create := func(name, reason string) string {
+	create := func(name, reason string, at time.Time) string {
 		t.Helper()
 		got, err := srv.cs.EventsV1().Events("default").Create(context.Background(), &eventsv1.Event{
-			ObjectMeta: metav1.ObjectMeta{Name: name}, EventTime: metav1.NewMicroTime(time.Now()),
+			ObjectMeta: metav1.ObjectMeta{Name: name}, EventTime: metav1.NewMicroTime(at),
 			Type: corev1.EventTypeWarning, Reason: reason, Action: "Test", Note: "live",
 			ReportingController: "test", ReportingInstance: "test-1",
 			Regarding: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "live"},
@@ -263,12 +263,26 @@ func TestSearchInBrowser(t *testing.T) {
 		}
 		return string(got.UID)
 	}
-	create("live.pulled", "Pulled")
-	liveUID := create("live.backoff", "BackOff")
+	pulledUID := create("live.pulled", "Pulled", time.Now())
+	liveUID := create("live.backoff", "BackOff", time.Now())
 	wantLive := append(uidsOf(evs, func(e searchEvent) bool { return e.Namespace == "default" && e.Reason == "BackOff" }), liveUID)
 	slices.Sort(wantLive)
 	waitPage(t, ctx, "the live BackOff", fmt.Sprintf(`document.querySelector('#search-view').dataset.events === '%d'`, len(wantLive)))
 	checkShown(t, ctx, "BackOff in default, live", wantLive)
+
+	// Live with a range a duration back from now: the watch sends every
+	// change, the page keeps those in the range.
+	recent := searchState{Namespace: "default", Since: "10m"}
+	submitSearch(t, ctx, recent)
+	waitSearch(t, ctx, "default's last 10 minutes", recent)
+	waitPage(t, ctx, "the watch of the last 10 minutes", `document.querySelector('#search-view').dataset.live === 'watching'`)
+	wantRecent := append(uidsOf(evs, func(e searchEvent) bool { return e.Namespace == "default" && e.Last.After(now.Add(-9*time.Minute-30*time.Second)) }), pulledUID, liveUID)
+	oldAt := time.Now().Add(-20 * time.Minute).Truncate(time.Microsecond)
+	evs = append(evs, searchEvent{UID: create("live.old", "Killing", oldAt), Namespace: "default", Type: "Warning", Reason: "Killing", Kind: "Pod", Last: oldAt})
+	wantRecent = append(wantRecent, create("live.new", "Killing", time.Now()))
+	slices.Sort(wantRecent)
+	waitPage(t, ctx, "the new event in range", fmt.Sprintf(`document.querySelector('#search-view').dataset.changes === '2' && document.querySelector('#search-view').dataset.events === '%d'`, len(wantRecent)))
+	checkShown(t, ctx, "default's last 10 minutes, live", wantRecent)
 
 	// A time range: RFC 3339 until in the past, not watched.
 	since, until := now.Add(-30*time.Minute).UTC().Format(time.RFC3339), now.Add(-10*time.Minute).UTC().Format(time.RFC3339)
@@ -525,13 +539,7 @@ func TestSearchWithoutExtensions(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(srv.url+"/ui/search.html")); err != nil {
 		t.Fatal(err)
 	}
-	waitPage(t, ctx, "the token prompt", `document.querySelector('#token-dialog').open`)
-	if err := chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.CSS("#token-input"), testToken),
-		chromedp.Click(chromedp.CSS("#token-ok")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	giveToken(t, ctx, testToken)
 	waitSearch(t, ctx, "every event", searchState{})
 	checkShown(t, ctx, "every event", uidsOf(evs, func(searchEvent) bool { return true }))
 	waitPage(t, ctx, "no facets", `document.querySelector('#search-view').dataset.facets === 'error' && document.querySelector('#histogram-note').textContent.startsWith('This server does not summarize events')`)

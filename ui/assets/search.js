@@ -16,7 +16,7 @@ import { API, ApiError } from "./api.js";
 import { $, askToken, el, errorText, follow, iso, svg } from "./page.js";
 import { EventStore, formatTarget, objectRef, rangeOfDrag, timeTicks } from "./model.js";
 import {
-  Batcher, FILTER_EXAMPLES, LOUDEST_FIELDS, barAt, fieldSelectorOf, histogram, listParams, liveRange, loudest,
+  Batcher, FILTER_EXAMPLES, LOUDEST_FIELDS, barAt, fieldSelectorOf, histogram, listParams, liveRange, loudest, parseBound,
   results, searchFromURL, searchToURL, watchParams, withFacet, zoomedTo,
 } from "./searchmodel.js";
 
@@ -30,6 +30,9 @@ const REPAINT = 500;
 // FACETS_REFRESH is the least time between two reads of the facets while
 // changes arrive.
 const FACETS_REFRESH = 5000;
+// TICK redraws a search whose range starts a duration back from now, so
+// that what falls out of it leaves the list.
+const TICK = 10000;
 // TOP is how many values of each field the facets give.
 const TOP = 10;
 // HISTOGRAM_HEIGHT is the bars' height in px, under them the axis.
@@ -364,6 +367,9 @@ function setup() {
   window.addEventListener("popstate", () => search(searchFromURL(location.search), false));
   setupHistogram();
   window.addEventListener("resize", () => lastFacets && drawHistogram(lastFacets));
+  setInterval(() => {
+    if (session && session.s.since && parseBound(session.s.since, Date.now()).absolute === false) render();
+  }, TICK);
   fillForm(state);
   search(state, false);
 }
