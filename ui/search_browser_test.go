@@ -276,7 +276,9 @@ func TestSearchInBrowser(t *testing.T) {
 	submitSearch(t, ctx, recent)
 	waitSearch(t, ctx, "default's last 10 minutes", recent)
 	waitPage(t, ctx, "the watch of the last 10 minutes", `document.querySelector('#search-view').dataset.live === 'watching'`)
-	wantRecent := append(uidsOf(evs, func(e searchEvent) bool { return e.Namespace == "default" && e.Last.After(now.Add(-9*time.Minute-30*time.Second)) }), pulledUID, liveUID)
+	wantRecent := append(uidsOf(evs, func(e searchEvent) bool {
+		return e.Namespace == "default" && e.Last.After(now.Add(-9*time.Minute-30*time.Second))
+	}), pulledUID, liveUID)
 	oldAt := time.Now().Add(-20 * time.Minute).Truncate(time.Microsecond)
 	evs = append(evs, searchEvent{UID: create("live.old", "Killing", oldAt), Namespace: "default", Type: "Warning", Reason: "Killing", Kind: "Pod", Last: oldAt})
 	wantRecent = append(wantRecent, create("live.new", "Killing", time.Now()))
