@@ -46,10 +46,11 @@ import (
 )
 
 // updateScreenshot rewrites docs/timeline.png, the README's screenshot,
-// and docs/family.png, the demo's family in getting-started.md:
+// docs/family.png, the demo's family in getting-started.md, and
+// docs/search.png, the search page's:
 //
-//	go test ./ui -run 'TestTimelineInBrowser/extensions|TestFamilyOfTheDemo' -update-screenshot
-var updateScreenshot = flag.Bool("update-screenshot", false, "write the timeline's screenshot to docs/timeline.png and the demo family's to docs/family.png")
+//	go test ./ui -run 'TestTimelineInBrowser/extensions|TestFamilyOfTheDemo|TestSearchFacets' -update-screenshot
+var updateScreenshot = flag.Bool("update-screenshot", false, "write the timeline's screenshot to docs/timeline.png, the demo family's to docs/family.png and the search page's to docs/search.png")
 
 // browserTimeout bounds each browser test.
 const browserTimeout = 3 * time.Minute
@@ -102,6 +103,13 @@ func browser(t *testing.T) context.Context {
 // TestModelJS runs model.js's unit tests (testdata/model_test.js) in the
 // browser and reports each failure.
 func TestModelJS(t *testing.T) {
+	runJSTests(t, "test.html", "model_test.js")
+}
+
+// runJSTests loads testdata's page (which runs the tests of testdata's
+// file against the assets) in the browser and reports each failure.
+func runJSTests(t *testing.T, page, file string) {
+	t.Helper()
 	ctx := browser(t)
 	mux := http.NewServeMux()
 	mux.Handle("/test/", http.StripPrefix("/test/", http.FileServer(http.Dir("testdata"))))
@@ -113,7 +121,7 @@ func TestModelJS(t *testing.T) {
 		Done    bool
 		Results []struct{ Name, Error string }
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/test/test.html")); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/test/"+page)); err != nil {
 		t.Fatal(err)
 	}
 	res, err := chromedp.Run(ctx, chromedp.Poll[results](`window.testResults`, chromedp.WithPollingTimeout(30*time.Second)))
@@ -121,14 +129,14 @@ func TestModelJS(t *testing.T) {
 		out, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('#out').textContent`))
 		t.Fatalf("running the JavaScript tests: %v\n%s", err, out)
 	}
-	// As many tests as model_test.js declares: a file that fails to load
+	// As many tests as the file declares: a file that fails to load
 	// or stops early does not pass.
-	src, err := os.ReadFile("testdata/model_test.js")
+	src, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := strings.Count(string(src), "\ntest("); len(res.Results) != want {
-		t.Errorf("%d JavaScript tests ran, model_test.js has %d", len(res.Results), want)
+		t.Errorf("%d JavaScript tests ran, %s has %d", len(res.Results), file, want)
 	}
 	for _, r := range res.Results {
 		if r.Error != "" {
@@ -151,6 +159,8 @@ type eventsd struct {
 	expireWatch atomic.Bool
 	// lists counts event lists (not watches).
 	lists atomic.Int32
+	// noFacets, when set, answers facets 404, as a server without them.
+	noFacets atomic.Bool
 }
 
 // expired is kube-apiserver's watch event for a resourceVersion too old.
@@ -158,6 +168,10 @@ const expired = `{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","me
 
 func (e *eventsd) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e.noFacets.Load() && strings.HasSuffix(r.URL.Path, "/facets") {
+			http.NotFound(w, r)
+			return
+		}
 		if strings.HasSuffix(r.URL.Path, "/events") {
 			if r.URL.Query().Get("watch") == "" {
 				e.lists.Add(1)
@@ -380,6 +394,18 @@ func summary(ls []lane) string {
 	return b.String()
 }
 
+// giveToken waits for the page's token prompt and enters token.
+func giveToken(t *testing.T, ctx context.Context, token string) {
+	t.Helper()
+	waitPage(t, ctx, "the token prompt", `document.querySelector('#token-dialog').open`)
+	if err := chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS("#token-input"), token),
+		chromedp.Click(chromedp.CSS("#token-ok")),
+	); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitPage waits until the JavaScript condition holds on the page.
 func waitPage(t *testing.T, ctx context.Context, what, cond string) {
 	t.Helper()
@@ -413,13 +439,7 @@ func TestTimelineInBrowser(t *testing.T) {
 			}
 			if c.auth {
 				// The API answers 401: the page asks for a token.
-				waitPage(t, ctx, "the token prompt", `document.querySelector('#token-dialog').open`)
-				if err := chromedp.Do(ctx,
-					chromedp.SendKeys(chromedp.CSS("#token-input"), testToken),
-					chromedp.Click(chromedp.CSS("#token-ok")),
-				); err != nil {
-					t.Fatal(err)
-				}
+				giveToken(t, ctx, testToken)
 			}
 			// The overview: web-1 has 3 + 2 + 2 Warning occurrences in
 			// the last hour, node-1 one.
@@ -763,13 +783,7 @@ func TestTimelineNamespaceOnly(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(hs.URL+"/ui/?object=default/pod/web-1")); err != nil {
 		t.Fatal(err)
 	}
-	waitPage(t, ctx, "the token prompt", `document.querySelector('#token-dialog').open`)
-	if err := chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.CSS("#token-input"), "bob-token"),
-		chromedp.Click(chromedp.CSS("#token-ok")),
-	); err != nil {
-		t.Fatal(err)
-	}
+	giveToken(t, ctx, "bob-token")
 	waitPage(t, ctx, "the timeline", `document.querySelector('#timeline').dataset.live === 'watching' && document.querySelector('#timeline').dataset.status === 'ready' && document.querySelectorAll('#lanes .lane[data-lane]').length === 2 && location.search === '?object=default%2FPod%2Fweb-1'`)
 	if got, want := summary(lanes(t, ctx)), "regarding Normal Scheduled []: mark/Normal/x1/\nregarding Warning BackOff []: mark/Warning/x1/\n"; got != want {
 		t.Errorf("lanes:\n%s\nwant:\n%s", got, want)

@@ -57,6 +57,9 @@ func TestUIServed(t *testing.T) {
 		{"/ui/app.js", "text/javascript", "TimelineSession"},
 		{"/ui/model.js", "text/javascript", "export function layoutTimeline"},
 		{"/ui/style.css", "text/css", "--label-width"},
+		{"/ui/search.html", "text/html", `<script type="module" src="search.js">`},
+		{"/ui/search.js", "text/javascript", "SearchSession"},
+		{"/ui/searchmodel.js", "text/javascript", "export class Batcher"},
 	} {
 		resp, body := get(t, http.MethodGet, url+c.path)
 		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), c.contentType) || !strings.Contains(body, c.contains) {

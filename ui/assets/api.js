@@ -29,6 +29,11 @@ export function lineagesPath(namespace) {
   return namespace ? `${KUBEVENTS}/namespaces/${encodeURIComponent(namespace)}/lineages` : `${KUBEVENTS}/lineages`;
 }
 
+// facetsPath is eventsd's summary of events (eventapi.FacetList).
+export function facetsPath(namespace) {
+  return namespace ? `${KUBEVENTS}/namespaces/${encodeURIComponent(namespace)}/facets` : `${KUBEVENTS}/facets`;
+}
+
 export class API {
   // askToken is called when the API answers 401; it resolves to a token
   // to try, or rejects.
@@ -78,11 +83,13 @@ export class API {
 
   // list reads every page of the events matching fieldSelector in
   // namespace ("" for all), up to maxItems: {items, rv, truncated}.
+  // opts.params are more query parameters (eventsd's filter, since,
+  // until).
   async list(namespace, fieldSelector, opts = {}) {
     const items = [];
     let rv = "", cont = "";
     for (;;) {
-      const q = new URLSearchParams({ limit: String(PAGE) });
+      const q = new URLSearchParams({ ...opts.params, limit: String(PAGE) });
       if (fieldSelector) q.set("fieldSelector", fieldSelector);
       if (cont) q.set("continue", cont);
       const l = await this.json(`${eventsPath(namespace)}?${q}`, opts);
@@ -106,11 +113,21 @@ export class API {
     return { items: (body && body.items) || [], warnings: lineageWarnings(resp.headers.get("Warning")) };
   }
 
+  // facets reads eventsd's summary (eventapi.FacetList) of the events
+  // fieldSelector and params (filter, since, until, top) select in
+  // namespace ("" for all).
+  async facets(namespace, fieldSelector, params, opts = {}) {
+    const q = new URLSearchParams(params);
+    if (fieldSelector) q.set("fieldSelector", fieldSelector);
+    return this.json(`${facetsPath(namespace)}?${q}`, opts);
+  }
+
   // watch streams the changes after rv; onEvent gets each {type, object}.
   // It returns when the server ends the stream and throws on errors (an
-  // ApiError for a refusal, with code 410 when rv is too old).
-  async watch(namespace, fieldSelector, rv, onEvent, signal) {
-    const q = new URLSearchParams({ watch: "1", allowWatchBookmarks: "true" });
+  // ApiError for a refusal, with code 410 when rv is too old). params are
+  // more query parameters (eventsd's filter).
+  async watch(namespace, fieldSelector, rv, onEvent, signal, params) {
+    const q = new URLSearchParams({ ...params, watch: "1", allowWatchBookmarks: "true" });
     if (rv) q.set("resourceVersion", rv);
     if (fieldSelector) q.set("fieldSelector", fieldSelector);
     const resp = await this.fetch(`${eventsPath(namespace)}?${q}`, { signal });

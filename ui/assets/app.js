@@ -2,6 +2,7 @@
 // on is in model.js; this file draws and wires the DOM.
 
 import { API, ApiError } from "./api.js";
+import { $, askToken, el, errorText, follow, iso, svg } from "./page.js";
 import {
   DEFAULT_ZOOM, EventStore, ZOOMS, describe, familySelector, familyTree, familyWindow, formatTarget, guessKind,
   involvement, involvesSelector, isUnsupportedField, layoutFamily, layoutTimeline, lineageHas, objectRef, overview,
@@ -9,7 +10,6 @@ import {
   wheelFactor, windowFor, zoomAround,
 } from "./model.js";
 
-const SVG = "http://www.w3.org/2000/svg";
 // TRACK_HEIGHT is the height of one row of bars in a lane, in pixels.
 const TRACK_HEIGHT = 24;
 // LANE_LIMIT lanes are drawn at first; more on request.
@@ -18,8 +18,6 @@ const LANE_LIMIT = 200;
 const DETAIL_LIMIT = 50;
 // OVERVIEW_MAX_ITEMS bounds the events the overview reads.
 const OVERVIEW_MAX_ITEMS = 20000;
-// RETRY_MAX is the longest wait before a watch reconnects.
-const RETRY_MAX = 30000;
 // TICK re-draws the timeline so that its window follows the clock.
 const TICK = 10000;
 // LINEAGE_REFRESH is the least time between two reads of a family's
@@ -27,49 +25,6 @@ const TICK = 10000;
 const LINEAGE_REFRESH = 2000;
 // FAMILY_INDENT is how far each level of ownership is indented, in pixels.
 const FAMILY_INDENT = 18;
-// QUICK_END: a watch the server ends this soon without a change is
-// retried with the error backoff, not at once.
-const QUICK_END = 1000;
-
-const $ = (sel) => document.querySelector(sel);
-
-function el(tag, attrs = {}, ...children) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === "class") e.className = v;
-    else if (k.startsWith("data-") || k.startsWith("aria-") || k === "role" || k === "href" || k === "tabindex") e.setAttribute(k, v);
-    else e[k] = v;
-  }
-  for (const c of children) if (c != null) e.append(c);
-  return e;
-}
-
-function svg(tag, attrs = {}) {
-  const e = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
-  return e;
-}
-
-const iso = (ms) => (isNaN(ms) ? "" : new Date(ms).toISOString().replace(".000Z", "Z"));
-
-// askToken shows the token dialog and resolves to what the user enters.
-function askToken(message) {
-  const dialog = $("#token-dialog");
-  $("#token-message").textContent = message;
-  $("#token-input").value = "";
-  return new Promise((resolve, reject) => {
-    const done = () => {
-      dialog.removeEventListener("close", done);
-      const v = $("#token-input").value.trim();
-      if (dialog.returnValue === "ok" && v) resolve(v);
-      else reject(new Error("no token given"));
-    };
-    dialog.addEventListener("close", done);
-    dialog.returnValue = "";
-    dialog.showModal();
-    $("#token-input").focus();
-  });
-}
 
 // showTokenState shows "Forget token" only while the tab keeps a token.
 function showTokenState() {
@@ -85,11 +40,6 @@ function setStatus(msg, isError) {
   const s = $("#status");
   s.textContent = msg;
   s.classList.toggle("error", !!isError);
-}
-
-function errorText(err) {
-  if (err instanceof ApiError) return `${err.code}: ${err.message}`;
-  return String(err && err.message ? err.message : err);
 }
 
 // navigate changes the page's state, in the URL (a new history entry
@@ -286,47 +236,26 @@ class TimelineSession {
   async run() {
     await this.list();
     this.onChange();
-    let wait = 1000;
-    const signal = this.abort.signal;
-    while (!signal.aborted) {
-      const selector = this.selector();
-      const started = Date.now();
-      let changes = 0;
-      try {
-        this.setLive("watching");
-        await api.watch(this.namespace, selector, this.store.rv, (e) => {
-          wait = 1000;
-          changes++;
-          const obj = e.object;
-          if (!this.family && this.mode !== "extensions" && e.type !== "BOOKMARK" && !involvement(obj, this.target) && !this.store.byUID.has(obj.metadata.uid)) {
-            this.store.advance(obj.metadata.resourceVersion);
-            return;
-          }
-          // An object that joined the family: its lane comes with the
-          // lineage read again.
-          if (this.family && e.type !== "BOOKMARK" && !this.knows(obj.regarding) && !this.knows(obj.related)) this.refreshLineage();
-          if (this.store.apply(e.type, obj)) this.onChange();
-        }, signal);
-        // The server ended the watch (its timeout): resume at once,
-        // unless it ends them as soon as they start (shutting down).
-        if (changes === 0 && Date.now() - started < QUICK_END) throw new Error("the server ended the watch at once");
-      } catch (err) {
-        if (signal.aborted) return;
-        if (err instanceof ApiError && err.code === 410) {
-          this.setLive("relisting");
-          try {
-            await this.list();
-            this.onChange();
-            continue;
-          } catch (err2) {
-            err = err2;
-          }
+    await follow({
+      signal: this.abort.signal,
+      setLive: (s) => this.setLive(s),
+      watch: (onEvent) => api.watch(this.namespace, this.selector(), this.store.rv, onEvent, this.abort.signal),
+      onEvent: (e) => {
+        const obj = e.object;
+        if (!this.family && this.mode !== "extensions" && e.type !== "BOOKMARK" && !involvement(obj, this.target) && !this.store.byUID.has(obj.metadata.uid)) {
+          this.store.advance(obj.metadata.resourceVersion);
+          return;
         }
-        this.setLive(`reconnecting in ${Math.round(wait / 1000)} s (${errorText(err)})`);
-        await new Promise((r) => setTimeout(r, wait));
-        wait = Math.min(wait * 2, RETRY_MAX);
-      }
-    }
+        // An object that joined the family: its lane comes with the
+        // lineage read again.
+        if (this.family && e.type !== "BOOKMARK" && !this.knows(obj.regarding) && !this.knows(obj.related)) this.refreshLineage();
+        if (this.store.apply(e.type, obj)) this.onChange();
+      },
+      relist: async () => {
+        await this.list();
+        this.onChange();
+      },
+    });
   }
 
   setLive(s) {

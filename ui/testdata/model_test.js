@@ -3,17 +3,7 @@
 // holds {done, results: [{name, error}]}.
 
 import * as m from "/model.js";
-
-const tests = [];
-const test = (name, fn) => tests.push({ name, fn });
-
-function eq(got, want, what) {
-  const g = JSON.stringify(got), w = JSON.stringify(want);
-  if (g !== w) throw new Error(`${what || "value"}: got ${g}, want ${w}`);
-}
-function ok(cond, what) {
-  if (!cond) throw new Error(what);
-}
+import { eq, ok, run, test } from "/test/harness.js";
 
 const T0 = Date.parse("2026-11-20T10:00:00Z");
 const at = (min) => new Date(T0 + min * 60000).toISOString();
@@ -353,15 +343,4 @@ test("lineageWarnings reads the texts of Warning headers", () => {
   eq(m.lineageWarnings(null), []);
 });
 
-// Run them.
-const results = [];
-for (const t of tests) {
-  try {
-    await t.fn();
-    results.push({ name: t.name, error: "" });
-  } catch (e) {
-    results.push({ name: t.name, error: String(e && e.stack ? e.stack : e) });
-  }
-}
-document.getElementById("out").textContent = results.map((r) => `${r.error ? "FAIL" : "ok  "} ${r.name}${r.error ? "\n  " + r.error : ""}`).join("\n");
-window.testResults = { done: true, results };
+await run();
