@@ -57,6 +57,10 @@ var blocksRunElsewhere = map[string]map[string]string{
 	"docs/what-happened-to-my-app.md": {
 		"go run ./cmd/eventsd --demo": "TestTranscripts runs every transcript against eventsd --demo, built once",
 	},
+	"docs/which-events-are-loudest.md": {
+		"go run ./cmd/eventsd --demo": "TestTranscripts runs every transcript against eventsd --demo, built once",
+		"get --raw '/apis/events.kubevents.io/v1/facets": "the parameters kubectl cannot send; server/facets_test.go asks them of eventsd, and the page's kubectl get facets transcript is checked against the demo",
+	},
 	"docs/robustness.md": {
 		"-robustness.seed=421074":                        "a replay of one seed by hand; the suite runs test/robustness's short run",
 		"-robustness.duration=30m -robustness.round=15s": "a 30-minute run by hand",
