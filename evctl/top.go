@@ -173,7 +173,11 @@ func printTop(out io.Writer, list *eventapi.FacetList, field string) error {
 		}
 		return tw.Flush()
 	}
-	fmt.Fprintf(tw, "%s\tOCCURRENCES\tEVENTS\tSHARE\n", strings.ToUpper(field))
+	header := strings.ToUpper(field)
+	if field == eventapi.FacetReportingController {
+		header = "CONTROLLER"
+	}
+	fmt.Fprintf(tw, "%s\tOCCURRENCES\tEVENTS\tSHARE\n", header)
 	for _, f := range rows {
 		v := f.Value
 		switch {

@@ -171,7 +171,8 @@ func (s *Server) countFacets(r *http.Request, sel storage.Selector, opts facet.O
 	return list, summarized, nil
 }
 
-// facetTable renders a summary as kubectl prints it: one row per facet.
+// facetTable renders a summary as kubectl prints it: one row per facet,
+// but the empty time buckets.
 func facetTable(l *eventapi.FacetList, o output) *metav1.Table {
 	t := &metav1.Table{
 		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/" + o.metaVersion},
@@ -185,6 +186,9 @@ func facetTable(l *eventapi.FacetList, o output) *metav1.Table {
 		Rows: make([]metav1.TableRow, 0, len(l.Items)),
 	}
 	for _, f := range l.Items {
+		if f.Field == eventapi.FacetTime && f.Events == 0 {
+			continue // a table lists what happened; -o json has every bucket
+		}
 		v := f.Value
 		switch {
 		case f.Other:
