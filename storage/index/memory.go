@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -77,7 +76,7 @@ type Memory struct {
 }
 
 // valueOf returns the value ev has for index id ("" for none).
-func valueOf(ev *corev1.Event, id ID) string { return eventapi.Value(ev, id.Field()) }
+func valueOf(ev *corev1.Event, id ID) string { return Value(ev, id) }
 
 // NewMemory returns an empty index keeping the indexes of set (for the etcd
 // backend, All()).
