@@ -1,8 +1,8 @@
 package index
 
 import (
-	"encoding/hex"
 	"encoding/binary"
+	"encoding/hex"
 	"time"
 
 	"github.com/kubevents/kubevents/eventapi"
