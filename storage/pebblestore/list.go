@@ -203,16 +203,21 @@ func bounds(prefix []byte, ns, after string) (lower, upper, seek []byte) {
 // seek forward in key order: a family's hundreds of lookups share its
 // blocks (its members' names are neighbours in the name indexes), where
 // an iterator each loaded every level's index blocks again.
-func unionKeys(ctx context.Context, v *view, kept *atomic.Int64, lookups []index.Lookup, ns, after string) ([]string, error) {
+func unionKeys(ctx context.Context, v *view, kept *atomic.Int64, p index.Plan, ns, after string) ([]string, error) {
 	// A list's pages are served at one view: its candidates after a later
 	// page's start are the tail of those its first page read and kept. A
 	// later page without them (too many to keep, or pushed out) reads
 	// from its start.
-	ck := unionCacheKey(lookups, ns)
+	ck := unionCacheKey(p, ns)
 	all, ok := v.unions.get(ck)
 	if !ok {
 		var err error
-		if all, err = readUnion(ctx, v, lookups, ns, after); err != nil || after != "" {
+		if p.Range != nil {
+			all, err = readRange(ctx, v, *p.Range, ns, after)
+		} else {
+			all, err = readUnion(ctx, v, p.Lookups, ns, after)
+		}
+		if err != nil || after != "" {
 			return all, err
 		}
 		if len(all) <= maxUnionCacheKeys {
@@ -292,11 +297,21 @@ func (c *unionCache) drop() {
 	c.entries = nil
 }
 
-// unionCacheKey identifies a multi-lookup plan within a namespace.
-func unionCacheKey(lookups []index.Lookup, ns string) string {
+// unionCacheKey identifies a multi-lookup or range plan within a
+// namespace.
+func unionCacheKey(p index.Plan, ns string) string {
 	var b strings.Builder
 	b.WriteString(ns)
-	for _, l := range lookups {
+	if r := p.Range; r != nil {
+		// Values hold no zero byte (bucket values are hex): 0x00 0x01
+		// tells a range from the lookups, whose ID bytes are letters.
+		b.WriteString("\x00\x01")
+		b.WriteByte(byte(r.ID))
+		b.WriteString(r.From)
+		b.WriteByte(0)
+		b.WriteString(r.To)
+	}
+	for _, l := range p.Lookups {
 		b.WriteByte(0)
 		b.WriteByte(byte(l.ID))
 		b.WriteString(l.Value)
@@ -347,7 +362,7 @@ func readUnion(ctx context.Context, v *view, lookups []index.Lookup, ns, after s
 // the given one, reading an index when one applies, so that the cost is in
 // the number of candidates, not of stored events.
 func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
-	p := indexes.Plan(sel)
+	p := s.planSet().Plan(sel)
 	if p.None {
 		return nil, "", false, nil
 	}
@@ -366,8 +381,12 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 		}
 		return []*corev1.Event{ev}, "", false, nil
 	}
-	if len(p.Lookups) > 1 {
-		return s.scanKeys(ctx, v, sel, p.Lookups, ns, after, limit)
+	if len(p.Lookups) > 1 || p.Range != nil {
+		items, last, more, err = s.scanKeys(ctx, v, sel, p, ns, after, limit)
+		if !errors.Is(err, errRangeTooWide) {
+			return items, last, more, err
+		}
+		p.Range = nil // served by a scan of the objects below
 	}
 	indexed := len(p.Lookups) == 1
 	prefix := []byte{prefixObject}
@@ -420,11 +439,13 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 	return items, last, false, nil
 }
 
-// scanKeys is scan over the union of several index lookups. The
+// scanKeys is scan over the union of several index lookups, or of a
+// range lookup (an error wrapping errRangeTooWide when it holds more
+// than maxRangeCandidates candidates). The
 // candidates are read with one iterator over the objects, seeking forward
 // in key order, rather than a point read each.
-func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, lookups []index.Lookup, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
-	keys, err := unionKeys(ctx, v, &s.unionKeysKept, lookups, ns, after)
+func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p index.Plan, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
+	keys, err := unionKeys(ctx, v, &s.unionKeysKept, p, ns, after)
 	if err != nil || len(keys) == 0 {
 		return nil, "", false, err
 	}
