@@ -118,12 +118,6 @@ func testTimeRange(t *testing.T, h Harness) {
 			t.Fatal(err)
 		}
 	}
-	// Short-lived events, expired below.
-	for i := n; i < n+100; i++ {
-		if _, err := f.s.Create(f.ctx, timeEvent(r, i, randTime()), storage.WriteOptions{TTL: ttl}); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	all := func() []*corev1.Event {
 		res, err := f.s.List(f.ctx, storage.ListOptions{})
@@ -234,6 +228,11 @@ func testTimeRange(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	for i := n; i < n+100; i++ {
+		if _, err := f.s.Create(f.ctx, timeEvent(r, i, randTime()), storage.WriteOptions{TTL: ttl}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if !h.WallClockTTL {
 		f.clock.Step(ttl + time.Minute)
 	}
