@@ -1,0 +1,246 @@
+package pebblestore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/index"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// lockedBuffer collects a store's logs, written from its goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// take returns the logs so far and forgets them.
+func (l *lockedBuffer) take() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.b.String()
+	l.b.Reset()
+	return s
+}
+
+// checkTimeEntries checks that s's time index holds exactly one entry per
+// stored event, in the bucket of its last-observed time, and that the
+// stored bytes count them.
+func checkTimeEntries(t *testing.T, s *Store, when string) {
+	t.Helper()
+	v, err := s.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.release(v)
+	want := map[string]string{}
+	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixObject}, UpperBound: []byte{prefixObject + 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		ev, _, err := decodeObject(it.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[string(it.Key()[1:])] = index.Value(ev, index.LastObserved)
+	}
+	it.Close()
+	got := map[string]string{}
+	lower := []byte{prefixIndex, byte(index.LastObserved)}
+	it, err = v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		key, ok := index.EntryKey(it.Key()[1:])
+		if !ok {
+			t.Fatalf("%s: corrupt entry %q", when, it.Key())
+		}
+		if _, dup := got[string(key)]; dup {
+			t.Errorf("%s: %s has two time entries", when, key)
+		}
+		got[string(key)] = string(it.Key()[2 : 2+16])
+	}
+	it.Close()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s: %d time entries, %d events; entries differ from the events' buckets", when, len(got), len(want))
+	}
+	if n, err := countStoredBytes(v.snap, s.indexes); err != nil || n != s.StoredBytes() {
+		t.Fatalf("%s: stored bytes %d, counted %d (%v)", when, s.StoredBytes(), n, err)
+	}
+}
+
+// TestTimeIndexRebuild: a store written before the time index existed
+// (simulated: its entries and marker deleted), one whose rebuild was cut
+// short (some entries, no marker), one whose entries went stale under a
+// build that did not maintain them (marker behind the revision) and one
+// written without the index (Options.noTimeIndex) each get a complete
+// index at open, logged with counts, and then list time ranges exactly
+// as Selector.Matches over every event does, over pages; a store whose
+// index is complete is not rebuilt.
+func TestTimeIndexRebuild(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(now)
+	logs := &lockedBuffer{}
+	open := func(noTime bool) *Store {
+		t.Helper()
+		s, err := Open(Options{Dir: dir, Clock: clk, NoSync: true, DefaultTTL: 24 * time.Hour, noTimeIndex: noTime,
+			Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	at := func() metav1.Time {
+		return metav1.NewTime(now.Add(-time.Duration(r.Int64N(int64(3 * time.Hour)))).Truncate(time.Second))
+	}
+	write := func(s *Store, from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns%d", i%3), Name: fmt.Sprintf("e%04d", i)},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: fmt.Sprintf("p%d", i)}, Reason: "Started", Type: "Normal",
+				LastTimestamp: at()}
+			if _, err := s.Update(ctx, e, storage.WriteOptions{CreateIfMissing: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	checkLists := func(s *Store, when string) {
+		t.Helper()
+		res, err := s.List(ctx, storage.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sel := range []storage.Selector{
+			{Since: now.Add(-time.Hour)},
+			{Since: now.Add(-2*time.Hour - 30*time.Second), Until: now.Add(-90 * time.Minute)},
+			{Until: now.Add(-150 * time.Minute), Namespace: "ns1"},
+		} {
+			if p := s.planSet().Plan(sel); p.Range == nil {
+				t.Fatalf("%s: %+v is not planned on the time index: %+v", when, sel, p)
+			}
+			var want, got []string
+			for _, e := range res.Items {
+				if sel.Matches(e) {
+					want = append(want, e.Namespace+"/"+e.Name)
+				}
+			}
+			opts := storage.ListOptions{Selector: sel, Limit: 37}
+			for {
+				page, err := s.List(ctx, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range page.Items {
+					got = append(got, e.Namespace+"/"+e.Name)
+				}
+				if opts.Continue = page.Continue; opts.Continue == "" {
+					break
+				}
+			}
+			if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%s: %+v lists %d events, want %d", when, sel, len(got), len(want))
+			}
+		}
+	}
+	// commitRaw writes to the database under the store, as an older
+	// build would have.
+	commitRaw := func(s *Store, f func(b *pebble.Batch)) {
+		t.Helper()
+		b := s.db.NewBatch()
+		f(b)
+		if err := b.Commit(pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	timeLower := []byte{prefixIndex, byte(index.LastObserved)}
+	expectRebuild := func(s *Store, events int, when string) {
+		t.Helper()
+		out := logs.take()
+		if !strings.Contains(out, "built the time index") || !strings.Contains(out, fmt.Sprintf("events=%d", events)) {
+			t.Fatalf("%s: no rebuild of %d events logged:\n%s", when, events, out)
+		}
+		checkTimeEntries(t, s, when)
+		checkLists(s, when)
+	}
+
+	s := open(false)
+	if out := logs.take(); !strings.Contains(out, "events=0") {
+		t.Fatalf("a new store's empty index is not logged as built:\n%s", out)
+	}
+	write(s, 0, 600)
+	write(s, 0, 200) // moves most across buckets
+	checkTimeEntries(t, s, "as written")
+	checkLists(s, "as written")
+
+	// Written before the index: no entries, no marker.
+	commitRaw(s, func(b *pebble.Batch) {
+		b.DeleteRange(timeLower, prefixEnd(timeLower), nil)
+		b.Delete(metaTimeIndex, nil)
+	})
+	s.Close()
+	s = open(false)
+	expectRebuild(s, 600, "written before the index")
+
+	// Complete: not rebuilt.
+	s.Close()
+	s = open(false)
+	if out := logs.take(); strings.Contains(out, "time index") {
+		t.Fatalf("a complete index was rebuilt:\n%s", out)
+	}
+
+	// A rebuild cut short: some entries written, no marker.
+	commitRaw(s, func(b *pebble.Batch) {
+		b.DeleteRange(timeLower, append(bytes.Clone(timeLower), index.Bucket(now.Add(-90*time.Minute))...), nil)
+		b.Delete(metaTimeIndex, nil)
+	})
+	s.Close()
+	s = open(false)
+	expectRebuild(s, 600, "rebuild cut short")
+
+	// Stale: an older build moved events without moving their entries,
+	// and wrote revisions past the marker.
+	write(s, 600, 650)
+	commitRaw(s, func(b *pebble.Batch) {
+		b.DeleteRange(append(bytes.Clone(timeLower), index.Bucket(now.Add(-time.Hour))...), prefixEnd(timeLower), nil)
+		b.Set(indexKey(index.LastObserved, index.Bucket(now.Add(-time.Hour)), []byte("ns0/gone")), nil, nil)
+		b.Set(metaTimeIndex, revBytes(s.rev-1), nil)
+	})
+	s.Close()
+	s = open(false)
+	expectRebuild(s, 650, "stale entries")
+
+	// Written without the index.
+	s.Close()
+	s = open(true)
+	if p := s.planSet().Plan(storage.Selector{Since: now}); p.Range != nil {
+		t.Fatalf("a store without the time index plans with it: %+v", p)
+	}
+	write(s, 100, 400)
+	s.Close()
+	logs.take()
+	s = open(false)
+	expectRebuild(s, 650, "written without the index")
+	s.Close()
+}
