@@ -1,10 +1,10 @@
 package pebblestore
 
 import (
-	"github.com/kubevents/kubevents/storage/index"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kubevents/kubevents/storage/index"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/kubevents/kubevents/storage"
