@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/kubevents/kubevents/storage/index"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/index"
 )
 
 // The storage budget (Options.MaxBytes).
