@@ -69,8 +69,12 @@ func (g gen) event(key string) *corev1.Event {
 	ev.ReportingController = g.pick("", "kubelet", "scheduler")
 	ev.ReportingInstance = g.pick("", "node-1", "node-2")
 	ev.Action = g.pick("", "Pull", "Bind")
+	ev.LastTimestamp = metav1.NewTime(timeBase.Add(time.Duration(g.r.IntN(2*3600)) * time.Second))
 	return ev
 }
+
+// timeBase is the start of the generated events' times.
+var timeBase = time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
 
 func (g gen) selector() storage.Selector {
 	var sel storage.Selector
@@ -79,6 +83,12 @@ func (g gen) selector() storage.Selector {
 	}
 	eq := func(f eventapi.Field, v string) eventapi.Requirement {
 		return eventapi.Requirement{Field: f, Value: v}
+	}
+	if g.r.IntN(3) == 0 {
+		sel.Since = timeBase.Add(time.Duration(g.r.IntN(2*3600)) * time.Second)
+	}
+	if g.r.IntN(3) == 0 {
+		sel.Until = timeBase.Add(time.Duration(g.r.IntN(2*3600)) * time.Second)
 	}
 	switch g.r.IntN(7) {
 	case 0:

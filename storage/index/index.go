@@ -101,12 +101,10 @@ func Base() Set {
 }
 
 // All returns Base plus reportingInstance and action, which issue 11 asks
-// the etcd backend to index too, less LastObserved, which Memory and
-// diskindex cannot serve yet (they would plan time ranges as scans).
-// ReportingInstance (one node or controller replica) comes after reason;
-// action is about as coarse as reason.
+// the etcd backend to index too. ReportingInstance (one node or controller
+// replica) comes after reason; action is about as coarse as reason.
 func All() Set {
-	return Set{ids: []ID{InvolvedUID, RelatedUID, InvolvedName, RelatedName, Reason, ReportingInstance, Action, ReportingComponent, Source, Type}}
+	return Set{ids: []ID{InvolvedUID, RelatedUID, InvolvedName, RelatedName, Reason, ReportingInstance, Action, ReportingComponent, Source, Type, LastObserved}}
 }
 
 // Without returns s without index id.

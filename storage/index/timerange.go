@@ -3,6 +3,9 @@ package index
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"iter"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubevents/kubevents/eventapi"
@@ -123,3 +126,30 @@ func emptyRange(sel storage.Selector) bool {
 
 // lastObservedValue is the value of the LastObserved index for ev.
 func lastObservedValue(ev *corev1.Event) string { return Bucket(eventapi.LastObserved(ev)) }
+
+// Contains reports whether value v is within r.
+func (r Range) Contains(v string) bool {
+	return (r.From == "" || v >= r.From) && (r.To == "" || v <= r.To)
+}
+
+// MaxRangeLookups bounds the lookups RangeLookups makes of a range: 4,096
+// minute buckets are almost three days of events. A backend merging one
+// stream per lookup serves a wider range by a scan.
+const MaxRangeLookups = 1 << 12
+
+// RangeLookups returns a lookup for each of the values present (those an
+// index holds, each once, in any order) that r contains, in value order,
+// for a backend whose index is a lookup per value (Memory, diskindex); ok
+// is false when there are more than MaxRangeLookups.
+func RangeLookups(r Range, present iter.Seq[string]) (lookups []Lookup, ok bool) {
+	for v := range present {
+		if r.Contains(v) {
+			if len(lookups) == MaxRangeLookups {
+				return nil, false
+			}
+			lookups = append(lookups, Lookup{ID: r.ID, Value: v})
+		}
+	}
+	slices.SortFunc(lookups, func(a, b Lookup) int { return strings.Compare(a.Value, b.Value) })
+	return lookups, true
+}

@@ -152,7 +152,7 @@ func TestPlanTimeRange(t *testing.T) {
 		{"empty range", set, storage.Selector{Since: now, Until: now}, Plan{None: true}},
 		{"inverted range", set, storage.Selector{Since: now, Until: now.Add(-time.Hour)}, Plan{None: true}},
 		{"without the index", Base().Without(LastObserved), since(time.Minute), Plan{}},
-		{"All has no time index yet", All(), since(time.Minute), Plan{}},
+		{"All has the time index", All(), since(time.Minute), Plan{Range: rng(now.Add(-time.Minute), time.Time{})}},
 		{"name wins", set, with(storage.Selector{Namespace: "a", Since: now.Add(-time.Minute)}, eq(eventapi.FieldName, "e")), Plan{Namespace: "a", Name: "e"}},
 		{"uid wins over a narrow range", set, with(since(time.Minute), eq(eventapi.FieldInvolvedUID, "u")), Plan{Lookups: []Lookup{{InvolvedUID, "u"}}}},
 		{"involves.name wins over a narrow range", set, with(since(time.Minute), eq(eventapi.FieldInvolvesName, "p")),
