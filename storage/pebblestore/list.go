@@ -203,7 +203,7 @@ func bounds(prefix []byte, ns, after string) (lower, upper, seek []byte) {
 // seek forward in key order: a family's hundreds of lookups share its
 // blocks (its members' names are neighbours in the name indexes), where
 // an iterator each loaded every level's index blocks again.
-func unionKeys(ctx context.Context, v *view, kept *atomic.Int64, p index.Plan, ns, after string) ([]string, error) {
+func unionKeys(ctx context.Context, v *view, kept *atomic.Int64, p index.Plan, ns, after string, rangeCap int) ([]string, error) {
 	// A list's pages are served at one view: its candidates after a later
 	// page's start are the tail of those its first page read and kept. A
 	// later page without them (too many to keep, or pushed out) reads
@@ -213,7 +213,7 @@ func unionKeys(ctx context.Context, v *view, kept *atomic.Int64, p index.Plan, n
 	if !ok {
 		var err error
 		if p.Range != nil {
-			all, err = readRange(ctx, v, *p.Range, ns, after)
+			all, err = readRange(ctx, v, *p.Range, ns, after, rangeCap)
 		} else {
 			all, err = readUnion(ctx, v, p.Lookups, ns, after)
 		}
@@ -445,7 +445,7 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 // candidates are read with one iterator over the objects, seeking forward
 // in key order, rather than a point read each.
 func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p index.Plan, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
-	keys, err := unionKeys(ctx, v, &s.unionKeysKept, p, ns, after)
+	keys, err := unionKeys(ctx, v, &s.unionKeysKept, p, ns, after, s.rangeCap(limit))
 	if err != nil || len(keys) == 0 {
 		return nil, "", false, err
 	}

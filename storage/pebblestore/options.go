@@ -131,6 +131,9 @@ type Options struct {
 	// which compare the index's write cost; a later open with the index
 	// rebuilds it (its marker no longer matches the revision).
 	noTimeIndex bool
+	// rangeCandidates, when > 0, is the most candidates a list reads from
+	// a time range before it scans instead (see rangeCap). For tests.
+	rangeCandidates int
 }
 
 func (o Options) withDefaults() Options {

@@ -149,14 +149,33 @@ func (s *Store) rebuildTimeIndex(stale bool) error {
 // once in key order rather than seeking to it.
 const maxRangeCandidates = 1 << 20
 
-// errRangeTooWide is readRange's error for a range with more than
-// maxRangeCandidates candidates.
+// rangeCap is the most candidates a list with limit reads from a range
+// before it scans instead. A paginated list's candidates are kept for its
+// later pages only up to maxUnionCacheKeys (unionKeys); past that, each
+// page would read the whole range again (its entries are in time order,
+// so a page cannot start at its first key), which costs more over the
+// pages than one scan, resumed at each page's start, reading every object
+// once.
+// Options.rangeCandidates, when set, replaces both (for tests).
+func (s *Store) rangeCap(limit int64) int {
+	switch {
+	case s.opts.rangeCandidates > 0:
+		return s.opts.rangeCandidates
+	case limit > 0:
+		return maxUnionCacheKeys
+	}
+	return maxRangeCandidates
+}
+
+// errRangeTooWide is readRange's error for a range with more candidates
+// than its cap.
 var errRangeTooWide = errors.New("pebblestore: time range too wide for the index")
 
 // readRange reads the candidates of a range lookup after the given key,
 // within namespace ns when set: one iterator over the range's entries,
-// which come in value (time) order, then sorted into key order.
-func readRange(ctx context.Context, v *view, r index.Range, ns, after string) ([]string, error) {
+// which come in value (time) order, then sorted into key order. It fails
+// with errRangeTooWide past limit candidates.
+func readRange(ctx context.Context, v *view, r index.Range, ns, after string, limit int) ([]string, error) {
 	lo, hi := r.Bounds()
 	lower, upper := append([]byte{prefixIndex}, lo...), append([]byte{prefixIndex}, hi...)
 	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
@@ -180,7 +199,7 @@ func readRange(ctx context.Context, v *view, r index.Range, ns, after string) ([
 		if after != "" && string(key) <= after {
 			continue
 		}
-		if len(out) == maxRangeCandidates {
+		if len(out) == limit {
 			return nil, errRangeTooWide
 		}
 		out = append(out, string(key))

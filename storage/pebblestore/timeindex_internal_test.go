@@ -3,9 +3,11 @@ package pebblestore
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -243,4 +245,70 @@ func TestTimeIndexRebuild(t *testing.T) {
 	s = open(false)
 	expectRebuild(s, 650, "written without the index")
 	s.Close()
+}
+
+// TestTimeRangeTooWide: a time range with more candidates than a list
+// reads from the index is served by a scan, with the same answer, paged
+// or not, and the index's range read says why.
+func TestTimeRangeTooWide(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	s, err := Open(Options{Dir: t.TempDir(), Clock: clocktesting.NewFakeClock(now), NoSync: true, rangeCandidates: 50,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 300 {
+		e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns%d", i%2), Name: fmt.Sprintf("e%04d", i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p"}, LastTimestamp: metav1.NewTime(now.Add(-time.Duration(i) * time.Minute))}
+		if _, err := s.Create(ctx, e, storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := s.acquire()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := storage.Selector{Since: now.Add(-200 * time.Minute)}
+	p := s.planSet().Plan(sel)
+	_, err = readRange(ctx, v, *p.Range, "", "", s.rangeCap(0))
+	s.release(v)
+	if !errors.Is(err, errRangeTooWide) {
+		t.Fatalf("reading 201 candidates with a cap of 50: %v, want errRangeTooWide", err)
+	}
+	for _, sel := range []storage.Selector{sel, {Since: now.Add(-40 * time.Minute)}, {Namespace: "ns1", Until: now.Add(-100 * time.Minute)}} {
+		for _, limit := range []int64{0, 7} {
+			var got []string
+			opts := storage.ListOptions{Selector: sel, Limit: limit}
+			for {
+				res, err := s.List(ctx, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range res.Items {
+					got = append(got, e.Name)
+				}
+				if opts.Continue = res.Continue; opts.Continue == "" {
+					break
+				}
+			}
+			var want []string
+			for i := range 300 {
+				e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns%d", i%2)}, LastTimestamp: metav1.NewTime(now.Add(-time.Duration(i) * time.Minute))}
+				if sel.Matches(e) {
+					want = append(want, fmt.Sprintf("e%04d", i))
+				}
+			}
+			slices.SortFunc(want, func(a, b string) int {
+				var i, j int
+				fmt.Sscanf(a, "e%d", &i)
+				fmt.Sscanf(b, "e%d", &j)
+				return strings.Compare(fmt.Sprintf("ns%d/%s", i%2, a), fmt.Sprintf("ns%d/%s", j%2, b))
+			})
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%+v limit %d: got %v, want %v", sel, limit, got, want)
+			}
+		}
+	}
 }
