@@ -70,7 +70,9 @@ func BenchmarkListTimeRange(b *testing.B) {
 	defer s.Close()
 	ctx := context.Background()
 	end := time.Unix(1_700_000_000, 0).Add(24 * time.Hour)
-	at := func(i int64) time.Time { return end.Add(-time.Duration(stored-i) * 24 * time.Hour / time.Duration(stored)) }
+	at := func(i int64) time.Time {
+		return end.Add(-time.Duration(stored-i) * 24 * time.Hour / time.Duration(stored))
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	start := time.Now()
