@@ -28,28 +28,7 @@ func BenchmarkCreateTimeIndex(b *testing.B) {
 		{"with", func(o pebblestore.Options) pebblestore.Options { return o }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			s, err := pebblestore.Open(c.opts(pebblestore.Options{Dir: b.TempDir(), DefaultTTL: 24 * time.Hour, Logger: slog.New(slog.DiscardHandler)}))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			ctx := context.Background()
-			var n atomic.Int64
-			b.SetParallelism(32) // 64 writers on 2 cores
-			cpu0 := cpuNanos()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if _, err := s.Create(ctx, kubeletEvent(n.Add(1)), storage.WriteOptions{}); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			b.ReportMetric(float64(cpuNanos()-cpu0)/float64(b.N), "cpu-ns/op")
-			b.ReportMetric(float64(s.Stats().CommittedWrites)/float64(s.Stats().Commits), "writes/commit")
-			b.ReportMetric(float64(s.WrittenBytes())/float64(b.N), "disk-B/op")
+			benchCreate(b, c.opts(pebblestore.Options{Dir: b.TempDir(), DefaultTTL: 24 * time.Hour, Logger: slog.New(slog.DiscardHandler)}))
 		})
 	}
 }

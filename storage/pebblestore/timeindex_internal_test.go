@@ -9,38 +9,17 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/kubevents/kubevents/internal/syncbuf"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/index"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 )
-
-// lockedBuffer collects a store's logs, written from its goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// take returns the logs so far and forgets them.
-func (l *lockedBuffer) take() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.b.String()
-	l.b.Reset()
-	return s
-}
 
 // checkTimeEntries checks that s's time index holds exactly one entry per
 // stored event, in the bucket of its last-observed time, and that the
@@ -103,7 +82,14 @@ func TestTimeIndexRebuild(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(now)
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
+	seen := 0
+	// take returns the logs since the last take.
+	take := func() string {
+		out := logs.String()
+		defer func() { seen = len(out) }()
+		return out[seen:]
+	}
 	open := func(noTime bool) *Store {
 		t.Helper()
 		s, err := Open(Options{Dir: dir, Clock: clk, NoSync: true, DefaultTTL: 24 * time.Hour, noTimeIndex: noTime,
@@ -179,7 +165,7 @@ func TestTimeIndexRebuild(t *testing.T) {
 	timeLower := []byte{prefixIndex, byte(index.LastObserved)}
 	expectRebuild := func(s *Store, events int, when string) {
 		t.Helper()
-		out := logs.take()
+		out := take()
 		if !strings.Contains(out, "built the time index") || !strings.Contains(out, fmt.Sprintf("events=%d", events)) {
 			t.Fatalf("%s: no rebuild of %d events logged:\n%s", when, events, out)
 		}
@@ -188,7 +174,7 @@ func TestTimeIndexRebuild(t *testing.T) {
 	}
 
 	s := open(false)
-	if out := logs.take(); !strings.Contains(out, "events=0") {
+	if out := take(); !strings.Contains(out, "events=0") {
 		t.Fatalf("a new store's empty index is not logged as built:\n%s", out)
 	}
 	write(s, 0, 600)
@@ -208,7 +194,7 @@ func TestTimeIndexRebuild(t *testing.T) {
 	// Complete: not rebuilt.
 	s.Close()
 	s = open(false)
-	if out := logs.take(); strings.Contains(out, "time index") {
+	if out := take(); strings.Contains(out, "time index") {
 		t.Fatalf("a complete index was rebuilt:\n%s", out)
 	}
 
@@ -241,7 +227,7 @@ func TestTimeIndexRebuild(t *testing.T) {
 	}
 	write(s, 100, 400)
 	s.Close()
-	logs.take()
+	take()
 	s = open(false)
 	expectRebuild(s, 650, "written without the index")
 	s.Close()
