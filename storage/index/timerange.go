@@ -1,8 +1,6 @@
 package index
 
 import (
-	"encoding/binary"
-	"encoding/hex"
 	"iter"
 	"slices"
 	"strings"
@@ -22,23 +20,33 @@ import (
 // (since=1h, the default event TTL).
 const BucketWidth = time.Minute
 
-// bucketLen is the length of a bucket value: 16 hex digits.
-const bucketLen = 16
+// bucketLen is the length of a bucket value: 6 digits of 6 bits.
+const bucketLen = 6
+
+// bucketDigits are the digits of a bucket value, in byte order.
+const bucketDigits = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
+
+// bucketEpochUnix is the Unix time of bucket 0: the zero time.Time, which
+// eventapi.LastObserved gives an event with no time at all.
+var bucketEpochUnix = time.Time{}.Unix()
 
 // Bucket returns the LastObserved index value of time t: the number of
-// whole BucketWidths since the Unix epoch (rounded down, also before it),
-// offset by 2^63 and written as 16 lowercase hex digits, so that every
-// value has the same width, byte order is time order and no value holds
-// a zero byte (index keys escape those).
+// whole BucketWidths since the zero time (year 1), written as 6 digits of
+// 6 bits each (bucketDigits, ASCII in their order), so that every value
+// has the same width, byte order is time order, no value holds a zero
+// byte (index keys escape those) and an index entry spends 6 bytes on
+// it. The 36 bits reach past the year 100,000; earlier and later times
+// take the first and the last bucket (order is kept, candidates are
+// checked exactly).
 func Bucket(t time.Time) string {
-	sec, w := t.Unix(), int64(BucketWidth/time.Second)
-	b := sec / w
-	if sec%w < 0 {
-		b--
+	sec, w := t.Unix()-bucketEpochUnix, int64(BucketWidth/time.Second)
+	b := min(max(sec/w, 0), 1<<(6*bucketLen)-1)
+	var out [bucketLen]byte
+	for i := bucketLen - 1; i >= 0; i-- {
+		out[i] = bucketDigits[b&63]
+		b >>= 6
 	}
-	var raw [8]byte
-	binary.BigEndian.PutUint64(raw[:], uint64(b)^(1<<63))
-	return hex.EncodeToString(raw[:])
+	return string(out[:])
 }
 
 // Range is a lookup of an ordered index over a span of its values: the

@@ -3,6 +3,8 @@ package index
 import (
 	"bytes"
 	"math/rand/v2"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +41,27 @@ func TestBucketOrderIsTimeOrder(t *testing.T) {
 			case !sameMinute && a.Before(b) && ba >= bb:
 				t.Errorf("%v before %v, buckets %q >= %q", a, b, ba, bb)
 			}
+		}
+	}
+}
+
+func TestBucketEnds(t *testing.T) {
+	if !sort.StringsAreSorted(strings.Split(bucketDigits, "")) || len(bucketDigits) != 64 {
+		t.Fatalf("bucketDigits are not 64 digits in byte order")
+	}
+	first, last := strings.Repeat("-", bucketLen), strings.Repeat("z", bucketLen)
+	for _, c := range []struct {
+		t    time.Time
+		want string
+	}{
+		{time.Time{}, first},
+		{time.Time{}.Add(-time.Hour), first},
+		{time.Time{}.Add(59 * time.Second), first},
+		{time.Time{}.Add(time.Minute), first[:bucketLen-1] + "0"},
+		{time.Date(200000, 1, 1, 0, 0, 0, 0, time.UTC), last},
+	} {
+		if got := Bucket(c.t); got != c.want {
+			t.Errorf("Bucket(%v) = %q, want %q", c.t, got, c.want)
 		}
 	}
 }

@@ -303,7 +303,7 @@ func unionCacheKey(p index.Plan, ns string) string {
 	var b strings.Builder
 	b.WriteString(ns)
 	if r := p.Range; r != nil {
-		// Values hold no zero byte (bucket values are hex): 0x00 0x01
+		// Bucket values hold no zero byte (index.Bucket): 0x00 0x01
 		// tells a range from the lookups, whose ID bytes are letters.
 		b.WriteString("\x00\x01")
 		b.WriteByte(byte(r.ID))

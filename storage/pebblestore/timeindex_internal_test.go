@@ -58,7 +58,7 @@ func checkTimeEntries(t *testing.T, s *Store, when string) {
 		if _, dup := got[string(key)]; dup {
 			t.Errorf("%s: %s has two time entries", when, key)
 		}
-		got[string(key)] = string(it.Key()[2 : 2+16])
+		got[string(key)] = string(it.Key()[2 : len(it.Key())-len(key)-2])
 	}
 	it.Close()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
