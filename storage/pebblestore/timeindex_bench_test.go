@@ -50,7 +50,7 @@ func BenchmarkListTimeRange(b *testing.B) {
 	ctx := context.Background()
 	end := time.Unix(1_700_000_000, 0).Add(24 * time.Hour)
 	at := func(i int64) time.Time {
-		return end.Add(-time.Duration(stored-i) * 24 * time.Hour / time.Duration(stored))
+		return end.Add(-time.Duration(stored-i) * (24 * time.Hour / time.Duration(stored))) // no overflow at 1M
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
