@@ -440,8 +440,8 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 }
 
 // scanKeys is scan over the union of several index lookups, or of a
-// range lookup (an error wrapping errRangeTooWide when it holds more
-// than maxRangeCandidates candidates). The
+// range lookup (errRangeTooWide when it holds more candidates than
+// rangeCap allows the list). The
 // candidates are read with one iterator over the objects, seeking forward
 // in key order, rather than a point read each.
 func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p index.Plan, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
