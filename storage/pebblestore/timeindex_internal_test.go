@@ -298,3 +298,69 @@ func TestTimeRangeTooWide(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeIndexReadOnlyOpen: a store whose time index is incomplete,
+// opened read-only (its disk below the space kept free), serves time
+// ranges by scans, with the right answer; opened read-write again, it
+// rebuilds the index and plans with it.
+func TestTimeIndexReadOnlyOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	opts := Options{Dir: dir, Clock: clocktesting.NewFakeClock(now), NoSync: true, Logger: slog.New(slog.DiscardHandler)}
+	s, err := Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		e := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("e%03d", i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "p"}, LastTimestamp: metav1.NewTime(now.Add(-time.Duration(i) * time.Minute))}
+		if _, err := s.Create(ctx, e, storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As written before the index.
+	lower := []byte{prefixIndex, byte(index.LastObserved)}
+	b := s.db.NewBatch()
+	b.DeleteRange(lower, prefixEnd(lower), nil)
+	b.Delete(metaTimeIndex, nil)
+	if err := b.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	sel := storage.Selector{Since: now.Add(-30*time.Minute - time.Second)}
+	list := func(s *Store) int {
+		t.Helper()
+		res, err := s.List(ctx, storage.ListOptions{Selector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(res.Items)
+	}
+	ro := opts
+	ro.MinFreeBytes = 1 << 62
+	s, err = Open(ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.planSet().Plan(sel); p.Range != nil || !s.popts.ReadOnly {
+		t.Fatalf("read-only %v, plan %+v: an incomplete index is planned with", s.popts.ReadOnly, p)
+	}
+	if n := list(s); n != 31 {
+		t.Fatalf("read-only: %d events in the last 30m, want 31", n)
+	}
+	s.Close()
+	s, err = Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if p := s.planSet().Plan(sel); p.Range == nil {
+		t.Fatalf("read-write: the rebuilt index is not planned with: %+v", p)
+	}
+	if n := list(s); n != 31 {
+		t.Fatalf("read-write: %d events in the last 30m, want 31", n)
+	}
+	checkTimeEntries(t, s, "rebuilt after a read-only open")
+}
