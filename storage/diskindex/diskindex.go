@@ -1106,8 +1106,8 @@ func (d *Index) Keys(p index.Plan, at int64, after string, limit int) (keys []st
 
 // rangeLookups turns p's Range into a lookup per value the index holds
 // within it (index.RangeLookups), found with a seek per value; a range of
-// more than index.MaxRangeLookups values is a scan (no Range, no
-// Lookups). p keeps its Range for removedSince.
+// more than index.MaxRangeLookups values fails with
+// index.ErrRangeTooWide. p keeps its Range for removedSince.
 func (d *Index) rangeLookups(snap *pebble.Snapshot, p index.Plan) (index.Plan, error) {
 	if _, ok := d.pos[p.Range.ID]; !ok {
 		return p, fmt.Errorf("index %v is not kept by this index: plan with its Set", p.Range.ID)
@@ -1142,7 +1142,7 @@ func (d *Index) rangeLookups(snap *pebble.Snapshot, p index.Plan) (index.Plan, e
 	}
 	switch {
 	case !ok:
-		p.Range = nil
+		return p, fmt.Errorf("diskindex: %d buckets at most: %w", index.MaxRangeLookups, index.ErrRangeTooWide)
 	case lookups == nil:
 		p.Lookups = []index.Lookup{}
 	default:

@@ -438,15 +438,15 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 		return nil, rev, fmt.Errorf("revision %d, index at %d: %w", at, rev, storage.ErrFutureRevision)
 	}
 	if p.Range != nil {
-		// A lookup per bucket present in the range; a wider range than
-		// MaxRangeLookups buckets is a scan.
+		// A lookup per bucket present in the range; a range of more
+		// than MaxRangeLookups buckets is ErrRangeTooWide.
 		if m.set.pos(p.Range.ID) < 0 {
 			return nil, rev, fmt.Errorf("index %v is not kept by this index: plan with its Set", p.Range.ID)
 		}
 		lookups, ok := RangeLookups(*p.Range, maps.Keys(m.buckets))
 		switch {
 		case !ok:
-			p.Range = nil
+			return nil, rev, fmt.Errorf("%d buckets at most: %w", MaxRangeLookups, ErrRangeTooWide)
 		case lookups == nil:
 			p.Lookups = []Lookup{}
 		default:

@@ -1,6 +1,7 @@
 package index
 
 import (
+	"errors"
 	"iter"
 	"slices"
 	"strings"
@@ -142,8 +143,13 @@ func (r Range) Contains(v string) bool {
 
 // MaxRangeLookups bounds the lookups RangeLookups makes of a range: 4,096
 // minute buckets are almost three days of events. A backend merging one
-// stream per lookup serves a wider range by a scan.
+// stream per lookup serves a wider range by a scan (Memory and diskindex
+// fail with ErrRangeTooWide, and etcdstore reads the range of etcd).
 const MaxRangeLookups = 1 << 12
+
+// ErrRangeTooWide is the error of a Keys whose plan's range holds more
+// than MaxRangeLookups values: the backend reads its store instead.
+var ErrRangeTooWide = errors.New("index: the time range holds more buckets than are merged")
 
 // RangeLookups returns a lookup for each of the values present (those an
 // index holds, each once, in any order) that r contains, in value order,

@@ -2,6 +2,8 @@ package index
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"strings"
@@ -212,4 +214,26 @@ func (o objectSet) Involves(ev *corev1.Event) bool {
 		}
 	}
 	return false
+}
+
+// TestMemoryRangeTooWide: a range of more buckets than MaxRangeLookups
+// fails with ErrRangeTooWide (the backend reads its store instead); one
+// of exactly MaxRangeLookups is served.
+func TestMemoryRangeTooWide(t *testing.T) {
+	m := NewMemory(All())
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for i := range MaxRangeLookups + 1 {
+		m.Put(event(fmt.Sprintf("ns/e%05d", i), func(ev *corev1.Event) {
+			ev.LastTimestamp = metav1.NewTime(start.Add(time.Duration(i) * time.Minute))
+		}), int64(i+1))
+	}
+	all := Plan{Range: &Range{ID: LastObserved}}
+	if _, _, err := m.Keys(all, 0, "", 0); !errors.Is(err, ErrRangeTooWide) {
+		t.Fatalf("%d buckets: %v, want ErrRangeTooWide", MaxRangeLookups+1, err)
+	}
+	most := Plan{Range: &Range{ID: LastObserved, From: Bucket(start.Add(time.Minute))}}
+	keys, _, err := m.Keys(most, 0, "", 0)
+	if err != nil || len(keys) != MaxRangeLookups || keys[0] != "ns/e00001" {
+		t.Fatalf("%d buckets: %d keys from %v, %v", MaxRangeLookups, len(keys), keys[:min(1, len(keys))], err)
+	}
 }
