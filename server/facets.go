@@ -33,29 +33,8 @@ const (
 // selectors, filter and time range would give (eventapi.FacetList),
 // within the read-only in-flight limit and the request timeout.
 func (s *Server) serveFacets(w http.ResponseWriter, r *http.Request, namespace string) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		writeStatus(w, methodNotAllowed(r.Method))
-		return
-	}
-	q := r.URL.Query()
-	if watch, _ := queryBool(q, "watch"); watch {
-		writeStatus(w, methodNotAllowed("watch"))
-		return
-	}
-	s.withTimeout(w, r, q, func(w http.ResponseWriter, r *http.Request) {
-		if !s.readOnly.tryAcquire() {
-			s.metrics.rejected.WithLabelValues("readOnly").Inc()
-			tooManyRequests(w)
-			return
-		}
-		defer s.readOnly.release()
-		rr := resourceRequest{verb: verbList, version: eventapi.KubeventsV1, namespace: namespace, query: q}
-		sel, se := s.parseSelector(w, q, rr)
-		if se != nil {
-			writeStatus(w, se)
-			return
-		}
-		opts, se := s.facetOptions(q, sel)
+	s.serveListOnly(w, r, namespace, func(w http.ResponseWriter, r *http.Request, rr resourceRequest, sel storage.Selector) {
+		opts, se := s.facetOptions(rr.query, sel)
 		if se != nil {
 			writeStatus(w, se)
 			return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/lineage"
+	"github.com/kubevents/kubevents/storage"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,9 +35,12 @@ func kubeventsPath(p, resource string) (namespace string, ok bool) {
 	return "", false
 }
 
-// serveLineages lists a family's objects (eventapi.LineageList) within the
-// read-only in-flight limit and the request timeout, as a list of events.
-func (s *Server) serveLineages(w http.ResponseWriter, r *http.Request, namespace string) {
+// serveListOnly serves one of eventsd's own list-only resources (lineages,
+// facets): GET (or HEAD) only, no watch, within the request timeout and
+// a read-only in-flight slot, list handed the request's selector (a
+// list's fieldSelector, labelSelector, filter, since and until, parsed
+// as the events of events.kubevents.io/v1 take them).
+func (s *Server) serveListOnly(w http.ResponseWriter, r *http.Request, namespace string, list func(w http.ResponseWriter, r *http.Request, rr resourceRequest, sel storage.Selector)) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeStatus(w, methodNotAllowed(r.Method))
 		return
@@ -59,6 +63,14 @@ func (s *Server) serveLineages(w http.ResponseWriter, r *http.Request, namespace
 			writeStatus(w, se)
 			return
 		}
+		list(w, r, rr, sel)
+	})
+}
+
+// serveLineages lists a family's objects (eventapi.LineageList) within the
+// read-only in-flight limit and the request timeout, as a list of events.
+func (s *Server) serveLineages(w http.ResponseWriter, r *http.Request, namespace string) {
+	s.serveListOnly(w, r, namespace, func(w http.ResponseWriter, r *http.Request, _ resourceRequest, sel storage.Selector) {
 		fam, ok := sel.Objects.(*lineage.Family)
 		if !ok || len(sel.Fields) > 0 || (sel.Labels != nil && !sel.Labels.Empty()) || sel.Predicate != nil || !sel.Since.IsZero() || !sel.Until.IsZero() {
 			writeStatus(w, apierrors.NewBadRequest(eventapi.LineageResource+" are listed by family: give family.kind and family.name (or family.uid) as the only field selectors, and no label selector, filter or time range"))
