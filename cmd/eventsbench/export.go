@@ -158,9 +158,7 @@ over gRPC, and for the file sink the file itself):
 }
 
 func (cfg *exportBenchConfig) logf(format string, args ...any) {
-	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-	}
+	logLine(cfg.Log, format, args...)
 }
 
 // arrivals records when each idempotency key first arrived at a sink.

@@ -301,9 +301,7 @@ its reference in the same run:
 }
 
 func (cfg *familyBenchConfig) logf(format string, args ...any) {
-	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-	}
+	logLine(cfg.Log, format, args...)
 }
 
 // familyNamespace is where the queried family lives.

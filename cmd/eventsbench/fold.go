@@ -163,9 +163,7 @@ func runFoldBench(ctx context.Context, cfg foldBenchConfig) (rep *foldReport, er
 }
 
 func (cfg *foldBenchConfig) logf(format string, args ...any) {
-	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-	}
+	logLine(cfg.Log, format, args...)
 }
 
 // runFoldWorkload runs workload w against ev and measures it.

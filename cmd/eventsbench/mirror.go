@@ -315,9 +315,7 @@ Everything runs on 127.0.0.1 and is stopped at the end.
 }
 
 func (cfg *mirrorBenchConfig) logf(format string, args ...any) {
-	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-	}
+	logLine(cfg.Log, format, args...)
 }
 
 func (cfg *mirrorBenchConfig) validate() error {

@@ -280,9 +280,7 @@ var (
 )
 
 func (cfg *runConfig) logf(format string, args ...any) {
-	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-	}
+	logLine(cfg.Log, format, args...)
 }
 
 // runBench runs everything. The report it returns (also with an error)

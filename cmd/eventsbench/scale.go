@@ -194,9 +194,7 @@ the same once its CPU has settled, RSS and the store's disk use.`,
 }
 
 func (cfg *scaleConfig) logf(format string, args ...any) {
-	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, time.Now().Format("15:04:05 ")+format+"\n", args...)
-	}
+	logLine(cfg.Log, format, args...)
 }
 
 func (cfg *scaleConfig) validate() error {

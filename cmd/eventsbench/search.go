@@ -148,9 +148,7 @@ Each pair's answers must be equal: the same events, the same counts.`,
 }
 
 func (cfg *searchBenchConfig) logf(format string, args ...any) {
-	if cfg.Log != nil {
-		fmt.Fprintf(cfg.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-	}
+	logLine(cfg.Log, format, args...)
 }
 
 func runSearchBench(ctx context.Context, cfg searchBenchConfig) (rep *searchReport, err error) {

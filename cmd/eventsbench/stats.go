@@ -1,10 +1,20 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"math"
 	"slices"
 	"time"
 )
+
+// logLine writes a progress line, stamped with the time of day, to w (if
+// not nil): every mode's logf.
+func logLine(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+	}
+}
 
 // latencies summarises a set of samples.
 type latencies struct {
