@@ -207,10 +207,11 @@ func TestKubeventsGroup(t *testing.T) {
 	// Discovery: the legacy documents and the aggregated one.
 	code, body = doRequest(t, http.MethodGet, e.url+"/apis/events.kubevents.io/v1", "")
 	var rl metav1.APIResourceList
-	if err := json.Unmarshal(body, &rl); err != nil || code != http.StatusOK || rl.GroupVersion != "events.kubevents.io/v1" || len(rl.APIResources) != 2 ||
+	if err := json.Unmarshal(body, &rl); err != nil || code != http.StatusOK || rl.GroupVersion != "events.kubevents.io/v1" || len(rl.APIResources) != 3 ||
 		rl.APIResources[0].Name != "events" || !rl.APIResources[0].Namespaced || rl.APIResources[0].Kind != "Event" ||
 		!cmp.Equal(rl.APIResources[0].Verbs, metav1.Verbs{"get", "list", "watch"}) || len(rl.APIResources[0].ShortNames) != 0 ||
-		rl.APIResources[1].Name != "lineages" || !cmp.Equal(rl.APIResources[1].Verbs, metav1.Verbs{"list"}) {
+		rl.APIResources[1].Name != "lineages" || !cmp.Equal(rl.APIResources[1].Verbs, metav1.Verbs{"list"}) ||
+		rl.APIResources[2].Name != "facets" || !cmp.Equal(rl.APIResources[2].Verbs, metav1.Verbs{"list"}) {
 		t.Fatalf("/apis/events.kubevents.io/v1: %d %s", code, body)
 	}
 	code, body = doRequest(t, http.MethodGet, e.url+"/apis/events.kubevents.io", "")
@@ -220,7 +221,7 @@ func TestKubeventsGroup(t *testing.T) {
 	}
 	agg := aggregatedGroups(t, e.url, nil)
 	kg, ok := agg["events.kubevents.io"]
-	if !ok || len(kg.Versions) != 1 || kg.Versions[0].Version != "v1" || len(kg.Versions[0].Resources) != 2 ||
+	if !ok || len(kg.Versions) != 1 || kg.Versions[0].Version != "v1" || len(kg.Versions[0].Resources) != 3 ||
 		!cmp.Equal(kg.Versions[0].Resources[0].Verbs, []string{"get", "list", "watch"}) || kg.Versions[0].Resources[0].Scope != apidiscoveryv2.ScopeNamespace {
 		t.Fatalf("aggregated discovery of events.kubevents.io: %+v", kg)
 	}

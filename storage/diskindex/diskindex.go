@@ -1014,6 +1014,11 @@ func (d *Index) Keys(p index.Plan, at int64, after string, limit int) (keys []st
 	if exclusive {
 		start = after
 	}
+	if p.Range != nil {
+		if p, err = d.rangeLookups(snap, p); err != nil {
+			return nil, rev, err
+		}
+	}
 	poss := make([]int, len(p.Lookups))
 	for i, lk := range p.Lookups {
 		pos, ok := d.pos[lk.ID]
@@ -1099,6 +1104,53 @@ func (d *Index) Keys(p index.Plan, at int64, after string, limit int) (keys []st
 	return keys, rev, nil
 }
 
+// rangeLookups turns p's Range into a lookup per value the index holds
+// within it (index.RangeLookups), found with a seek per value; a range of
+// more than index.MaxRangeLookups values fails with
+// index.ErrRangeTooWide. p keeps its Range for removedSince.
+func (d *Index) rangeLookups(snap *pebble.Snapshot, p index.Plan) (index.Plan, error) {
+	if _, ok := d.pos[p.Range.ID]; !ok {
+		return p, fmt.Errorf("index %v is not kept by this index: plan with its Set", p.Range.ID)
+	}
+	lo, hi := p.Range.Bounds()
+	it, err := snap.NewIter(&pebble.IterOptions{LowerBound: append([]byte{kindEntry}, lo...), UpperBound: append([]byte{kindEntry}, hi...)})
+	if err != nil {
+		return p, fmt.Errorf("diskindex: %w", err)
+	}
+	defer it.Close()
+	var corrupt error
+	values := func(yield func(string) bool) {
+		for ok := it.First(); ok; {
+			key, found := index.EntryKey(it.Key()[1:])
+			if !found {
+				corrupt = fmt.Errorf("diskindex: corrupt entry %q", it.Key())
+				return
+			}
+			// The ID and the value, escaped: range values (buckets) hold no
+			// zero byte, so it is the value.
+			entry := it.Key()[1 : len(it.Key())-len(key)-2]
+			v := string(entry[1:])
+			if !yield(v) {
+				return
+			}
+			ok = it.SeekGE(index.PrefixEnd(index.AppendEntryPrefix([]byte{kindEntry}, p.Range.ID, v)))
+		}
+	}
+	lookups, ok := index.RangeLookups(*p.Range, values)
+	if err := errors.Join(corrupt, it.Error()); err != nil {
+		return p, fmt.Errorf("diskindex: %w", err)
+	}
+	switch {
+	case !ok:
+		return p, fmt.Errorf("diskindex: %d buckets at most: %w", index.MaxRangeLookups, index.ErrRangeTooWide)
+	case lookups == nil:
+		p.Lookups = []index.Lookup{}
+	default:
+		p.Lookups = lookups
+	}
+	return p, nil
+}
+
 // indexedValue reports whether an o record's value is of an indexed key.
 func (d *Index) indexedValue(v []byte) bool {
 	c := decoder{b: v}
@@ -1128,11 +1180,15 @@ func (d *Index) removedSince(snap *pebble.Snapshot, p index.Plan, poss []int, at
 		if key <= after || p.Namespace != "" && ns != p.Namespace || p.Name != "" && name != p.Name {
 			continue
 		}
-		ok := p.Lookups == nil
+		ok := p.Lookups == nil && p.Range == nil
 		if !ok {
 			vals, err := d.decodeValues(it.Value())
 			if err != nil {
 				return nil, err
+			}
+			if p.Range != nil {
+				// The bucket it had may hold no key now: not a lookup.
+				ok = p.Range.Contains(vals[d.pos[p.Range.ID]])
 			}
 			for j, lk := range p.Lookups {
 				ok = ok || vals[poss[j]] == lk.Value

@@ -69,8 +69,12 @@ func (g gen) event(key string) *corev1.Event {
 	ev.ReportingController = g.pick("", "kubelet", "scheduler")
 	ev.ReportingInstance = g.pick("", "node-1", "node-2")
 	ev.Action = g.pick("", "Pull", "Bind")
+	ev.LastTimestamp = metav1.NewTime(timeBase.Add(time.Duration(g.r.IntN(2*3600)) * time.Second))
 	return ev
 }
+
+// timeBase is the start of the generated events' times.
+var timeBase = time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
 
 func (g gen) selector() storage.Selector {
 	var sel storage.Selector
@@ -79,6 +83,12 @@ func (g gen) selector() storage.Selector {
 	}
 	eq := func(f eventapi.Field, v string) eventapi.Requirement {
 		return eventapi.Requirement{Field: f, Value: v}
+	}
+	if g.r.IntN(3) == 0 {
+		sel.Since = timeBase.Add(time.Duration(g.r.IntN(2*3600)) * time.Second)
+	}
+	if g.r.IntN(3) == 0 {
+		sel.Until = timeBase.Add(time.Duration(g.r.IntN(2*3600)) * time.Second)
 	}
 	switch g.r.IntN(7) {
 	case 0:
@@ -496,5 +506,32 @@ func TestWait(t *testing.T) {
 	}
 	if err := d.Wait(context.Background(), 3); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRangeTooWide: a time range of more buckets than
+// index.MaxRangeLookups fails with index.ErrRangeTooWide, as
+// index.Memory's does; one of exactly that many is served.
+func TestRangeTooWide(t *testing.T) {
+	d := fresh(t, t.TempDir())
+	defer d.Close()
+	var batch []diskindex.Change
+	for i := range index.MaxRangeLookups + 1 {
+		name := fmt.Sprintf("e%05d", i)
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name},
+			LastTimestamp: metav1.NewTime(timeBase.Add(time.Duration(i) * time.Minute))}
+		batch = append(batch, diskindex.Change{Namespace: "ns", Name: name, Event: ev, Revision: int64(i + 2), Size: 100})
+	}
+	if err := d.Apply(int64(index.MaxRangeLookups+2), batch); err != nil {
+		t.Fatal(err)
+	}
+	all := index.Plan{Range: &index.Range{ID: index.LastObserved}}
+	if _, _, err := d.Keys(all, 0, "", 0); !errors.Is(err, index.ErrRangeTooWide) {
+		t.Fatalf("%d buckets: %v, want ErrRangeTooWide", index.MaxRangeLookups+1, err)
+	}
+	most := index.Plan{Range: &index.Range{ID: index.LastObserved, From: index.Bucket(timeBase.Add(time.Minute))}}
+	keys, _, err := d.Keys(most, 0, "", 0)
+	if err != nil || len(keys) != index.MaxRangeLookups || keys[0] != "ns/e00001" {
+		t.Fatalf("%d buckets: %d keys, %v", index.MaxRangeLookups, len(keys), err)
 	}
 }

@@ -318,7 +318,9 @@ func (s *Store) indexedList(ctx context.Context, opts storage.ListOptions, plan 
 		}
 		keys, rev, err := m.Keys(plan, at, after, n)
 		if err != nil {
-			if errors.Is(err, storage.ErrCompacted) {
+			// A time range of more buckets than the index merges is
+			// read from etcd too.
+			if errors.Is(err, storage.ErrCompacted) || errors.Is(err, index.ErrRangeTooWide) {
 				return nil, errNotIndexed
 			}
 			return nil, err

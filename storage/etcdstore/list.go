@@ -116,7 +116,7 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (*storage.Li
 		return s.emptyList(ctx, rev)
 	}
 	if h := s.idx.Load(); h != nil {
-		if plan := h.m.Set().Plan(opts.Selector); !plan.None && plan.Name == "" && plan.Lookups != nil {
+		if plan := h.m.Set().WithClock(s.opts.Clock).Plan(opts.Selector); !plan.None && plan.Name == "" && (plan.Lookups != nil || plan.Range != nil) {
 			res, err := s.indexedList(ctx, opts, plan, rev, strings.TrimPrefix(start, s.root))
 			switch {
 			case err == nil:

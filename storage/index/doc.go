@@ -6,6 +6,13 @@
 // fetches those objects and filters them with Selector.Matches: the plan
 // only narrows the candidates, it never decides a match.
 //
+// A selector's time range (Since/Until) is served by the LastObserved
+// index, whose values are minute buckets of the last-observed time
+// (Bucket) in fixed-width, time-ordered form: a plan's Range is one
+// contiguous range of entries for a backend that reads entries in byte
+// order (pebblestore), or a lookup per bucket present (RangeLookups) for
+// one that keeps a list per value (Memory, the etcd backend's diskindex).
+//
 // Memory is a keys-only, in-memory secondary index for backends that
 // cannot index in their store (etcd): one writer (the watch feed) puts and
 // deletes events, many readers look up the keys of a plan in key order,

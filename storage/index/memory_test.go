@@ -329,6 +329,9 @@ func (t *objects) checkNames() error {
 // exactly those of the brute-force model, that pages put together give the
 // same keys, and the Memory's invariants. Enough keys are used for lists
 // to be split into chunks and merged back.
+// timeBase is the start of TestMemoryRandom's events' times.
+var timeBase = time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+
 func TestMemoryRandom(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -348,12 +351,19 @@ func TestMemoryRandom(t *testing.T) {
 			ev.Source.Component = pick("", "", "kubelet")
 			ev.ReportingInstance = pick("", "node-1", "node-2")
 			ev.Action = pick("", "Pull", "Bind")
+			ev.LastTimestamp = metav1.NewTime(timeBase.Add(time.Duration(r.IntN(3*3600)) * time.Second))
 		})
 	}
 	randSelector := func() storage.Selector {
 		var sel storage.Selector
 		if r.IntN(2) == 0 {
 			sel.Namespace = pick(namespaces...)
+		}
+		if r.IntN(3) == 0 {
+			sel.Since = timeBase.Add(time.Duration(r.IntN(3*3600)) * time.Second)
+		}
+		if r.IntN(3) == 0 {
+			sel.Until = timeBase.Add(time.Duration(r.IntN(3*3600)) * time.Second)
 		}
 		for range r.IntN(3) {
 			switch r.IntN(12) {
@@ -369,6 +379,9 @@ func TestMemoryRandom(t *testing.T) {
 				sel.Fields = append(sel.Fields, ne(eventapi.FieldType, "Normal"))
 			default:
 				id := All().ids[r.IntN(All().Len())]
+				if id == LastObserved {
+					continue
+				}
 				var v string
 				switch id {
 				case InvolvedUID, RelatedUID:
@@ -391,6 +404,9 @@ func TestMemoryRandom(t *testing.T) {
 			return false
 		}
 		ok := p.Lookups == nil
+		if p.Range != nil {
+			ok = p.Range.Contains(valueOf(ev, p.Range.ID))
+		}
 		for _, l := range p.Lookups {
 			ok = ok || valueOf(ev, l.ID) == l.Value
 		}
@@ -461,6 +477,13 @@ func TestMemoryRandom(t *testing.T) {
 		}
 		if m.Len() != len(model) {
 			t.Fatalf("round %d: Len %d, model %d", round, m.Len(), len(model))
+		}
+		buckets := map[string]int{}
+		for _, ev := range model {
+			buckets[valueOf(ev, LastObserved)]++
+		}
+		if d := cmp.Diff(buckets, m.buckets); d != "" {
+			t.Fatalf("round %d: bucket counts (-model +index):\n%s", round, d)
 		}
 		for range 25 {
 			sel := randSelector()

@@ -27,8 +27,12 @@ type Plan struct {
 	// Lookups, when not nil, are the index lookups whose union holds every
 	// match (one for an equality on an indexed field, two for involves.uid
 	// or involves.name, two per name of an object set); nil means a scan
-	// of every key (within Namespace).
+	// of every key (within Namespace), or of Range when it is set.
 	Lookups []Lookup
+	// Range, when set (never with Lookups), is an ordered index's range
+	// whose entries hold every match: the selector's time range
+	// (storage.Selector.Since/Until) on LastObserved.
+	Range *Range
 }
 
 // Plan returns how to find the events sel matches with the indexes of s.
@@ -37,24 +41,58 @@ type Plan struct {
 // involves.name term, which needs both the regarding and the related
 // index, ranks as the later of the two and loses ties to a single lookup.
 // Empty values are not indexed, so terms asking for them are not used.
+//
+// A time range (Since/Until) is served by a Range on LastObserved, when s
+// keeps it, unless a narrower lookup applies: uid, name, involves and
+// family lookups always win; an equality on a coarse field (reason,
+// reporting instance, action, reporting component, source, type) wins
+// unless the range is narrow (NarrowRange). A time range holding no
+// instant (until not after since) plans None.
 func (s Set) Plan(sel storage.Selector) Plan {
+	if emptyRange(sel) {
+		return Plan{None: true}
+	}
+	p, best := s.planLookups(sel)
+	if p.None || p.Name != "" {
+		return p
+	}
+	r, narrow := s.timeRange(sel)
+	if r == nil {
+		return p
+	}
+	coarse := s.pos(Reason)
+	if coarse < 0 {
+		coarse = len(s.ids)
+	}
+	if p.Lookups == nil || (best >= coarse && narrow) {
+		p.Lookups, p.Range = nil, r
+	}
+	return p
+}
+
+// planLookups is Plan without the time range: the plan of sel's
+// equalities and object set, and the position in s of the index its
+// lookups use (len(s.ids) for none).
+func (s Set) planLookups(sel storage.Selector) (Plan, int) {
 	p := Plan{Namespace: sel.Namespace}
 	if fns, ok := sel.Fields.Equal(eventapi.FieldNamespace); ok {
 		if p.Namespace != "" && p.Namespace != fns {
-			return Plan{None: true}
+			return Plan{None: true}, 0
 		}
 		p.Namespace = fns
 	}
 	if name, ok := sel.Fields.Equal(eventapi.FieldName); ok && p.Namespace != "" {
 		if name == "" { // every stored event has a name
-			return Plan{None: true}
+			return Plan{None: true}, 0
 		}
 		p.Name = name
-		return p
+		return p, 0
 	}
 	best := len(s.ids)
 	for i, id := range s.ids {
-		if v, ok := sel.Fields.Equal(id.Field()); ok && v != "" {
+		if f := id.Field(); f == "" {
+			continue
+		} else if v, ok := sel.Fields.Equal(f); ok && v != "" {
 			best = i
 			p.Lookups = []Lookup{{ID: id, Value: v}}
 			break
@@ -73,21 +111,21 @@ func (s Set) Plan(sel storage.Selector) Plan {
 	if sel.Objects != nil {
 		return s.planObjects(sel.Objects, p, best)
 	}
-	return p
+	return p, best
 }
 
 // planObjects plans a selector with an object set (a family): the union
 // of both name indexes' entries for each of the set's names, unless a
 // lookup on an index before the names (a uid) was found already, which is
 // narrower than a whole family.
-func (s Set) planObjects(objs storage.ObjectSet, p Plan, best int) Plan {
+func (s Set) planObjects(objs storage.ObjectSet, p Plan, best int) (Plan, int) {
 	a, b := s.pos(InvolvedName), s.pos(RelatedName)
 	if a < 0 || b < 0 || best < a {
-		return p
+		return p, best
 	}
 	names := objs.Names()
 	if len(names) == 0 {
-		return Plan{None: true}
+		return Plan{None: true}, 0
 	}
 	p.Lookups = make([]Lookup, 0, 2*len(names))
 	for _, n := range names {
@@ -96,7 +134,7 @@ func (s Set) planObjects(objs storage.ObjectSet, p Plan, best int) Plan {
 		}
 	}
 	if len(p.Lookups) == 0 {
-		return Plan{None: true}
+		return Plan{None: true}, 0
 	}
-	return p
+	return p, max(a, b)
 }

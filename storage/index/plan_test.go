@@ -3,6 +3,7 @@ package index
 import (
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kubevents/kubevents/eventapi"
@@ -84,23 +85,27 @@ func TestIDsAreStable(t *testing.T) {
 		'n': eventapi.FieldInvolvedName, 'N': eventapi.FieldRelatedName,
 		'r': eventapi.FieldReason, 'c': eventapi.FieldReportingComponent,
 		's': eventapi.FieldSource, 't': eventapi.FieldType,
+		'l': "", // LastObserved: no field
 	}
 	got := map[ID]eventapi.Field{}
 	for _, id := range Base().IDs() {
 		got[id] = id.Field()
+	}
+	if LastObserved.String() != "lastObserved" {
+		t.Errorf("LastObserved.String() = %q", LastObserved.String())
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Base (-want +got):\n%s", d)
 	}
 	seen := map[ID]bool{}
 	for _, id := range All().IDs() {
-		if id.Field() == "" || seen[id] {
+		if id.Field() == "" && id != LastObserved || seen[id] {
 			t.Errorf("All has unknown or repeated index %v", id)
 		}
 		seen[id] = true
 	}
 	for id := range maps.Keys(want) {
-		if !seen[id] {
+		if !seen[id] && id != LastObserved {
 			t.Errorf("All lacks Base's index %v", id)
 		}
 	}
@@ -120,7 +125,7 @@ func TestEntries(t *testing.T) {
 		got[id] = v
 	}
 	want := map[ID]string{InvolvedUID: "u1", InvolvedName: "p", RelatedName: "n1", Reason: "Pulled", Type: "Normal",
-		ReportingComponent: "kubelet", Source: "kubelet", ReportingInstance: "node-1"}
+		ReportingComponent: "kubelet", Source: "kubelet", ReportingInstance: "node-1", LastObserved: Bucket(time.Time{})}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Entries (-want +got):\n%s", d)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/index"
 )
 
 // The storage budget (Options.MaxBytes).
@@ -47,11 +48,11 @@ func (s *Store) loadStoredBytes() (int64, error) {
 	if err != nil || n > 0 || s.count == 0 {
 		return n, err
 	}
-	return countStoredBytes(s.db)
+	return countStoredBytes(s.db, s.indexes)
 }
 
 // countStoredBytes counts the stored events' bytes from their objects.
-func countStoredBytes(db pebble.Reader) (int64, error) {
+func countStoredBytes(db pebble.Reader, set index.Set) (int64, error) {
 	var n int64
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixObject}, UpperBound: []byte{prefixObject + 1}})
 	if err != nil {
@@ -67,7 +68,7 @@ func countStoredBytes(db pebble.Reader) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		n += storedBytes(it.Key(), len(val)-objectHeader, indexKeys(ev, it.Key()[1:]))
+		n += storedBytes(it.Key(), len(val)-objectHeader, indexKeys(set, ev, it.Key()[1:]))
 	}
 	return n, it.Error()
 }
@@ -190,7 +191,7 @@ func (s *Store) budgetVictims(excess int64) []*op {
 			continue // gone meanwhile, or unreadable: TTL expiry's concern
 		}
 		if ev, _, err := decodeObject(obj); err == nil {
-			freed += storedBytes(key, len(obj)-objectHeader, indexKeys(ev, key[1:]))
+			freed += storedBytes(key, len(obj)-objectHeader, indexKeys(s.indexes, ev, key[1:]))
 		}
 		closer.Close()
 		ops = append(ops, &op{kind: opDelete, ns: ns, name: name,

@@ -35,7 +35,7 @@ func TestStoredBytesAccounting(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.release(v)
-		want, err := countStoredBytes(v.snap)
+		want, err := countStoredBytes(v.snap, s.indexes)
 		if err != nil {
 			t.Fatal(err)
 		}

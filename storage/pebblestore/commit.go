@@ -297,6 +297,9 @@ func (s *Store) commitGroup(ops []*op) {
 		g.batch.Set(metaRevision, revBytes(s.rev))
 		g.batch.Set(metaCount, revBytes(s.count))
 		g.batch.Set(metaBytes, revBytes(s.liveBytes))
+		if s.timeServed.Load() {
+			g.batch.Set(metaTimeIndex, revBytes(s.rev))
+		}
 		wo := pebble.Sync
 		if s.opts.NoSync {
 			wo = pebble.NoSync
@@ -458,14 +461,14 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 		if err := s.materializeCreate(g, cur); err != nil {
 			return err
 		}
-		oldIdx = indexKeys(prev, sfx)
+		oldIdx = indexKeys(s.indexes, prev, sfx)
 		s.liveBytes -= storedBytes(key, len(cur.proto), oldIdx)
 	}
 	rev := s.rev + 1
 	expiry := g.now.Add(o.ttl).UnixNano()
 	b.Set(key, encodeObject(rev, expiry, o.proto))
 	b.Set(expiryKey(expiry, sfx), revBytes(rev))
-	newIdx := indexKeys(o.ev, sfx)
+	newIdx := indexKeys(s.indexes, o.ev, sfx)
 	s.liveBytes += storedBytes(key, len(o.proto), newIdx)
 	typ := watch.Added
 	if cur.exists {
@@ -529,7 +532,7 @@ func (s *Store) remove(g *group, o *op, key []byte, cur *objState) error {
 	rev := s.rev + 1
 	b.Delete(key)
 	b.Delete(expiryKey(cur.expiry, sfx))
-	lastIdx := indexKeys(last, sfx)
+	lastIdx := indexKeys(s.indexes, last, sfx)
 	for _, k := range lastIdx {
 		b.Delete(k)
 	}

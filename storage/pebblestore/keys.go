@@ -25,6 +25,10 @@ var (
 	metaCount    = []byte("mcount")
 	metaOldest   = []byte("moldest")
 	metaBytes    = []byte("mbytes") // the stored events' bytes, as the budget counts them
+	// metaTimeIndex is the revision up to which the LastObserved index
+	// entries are complete (see timeindex.go): written with every commit
+	// that maintains them.
+	metaTimeIndex = []byte("mtimeidx")
 )
 
 // objectKey is etcd's key order: namespace, '/', name. Neither may contain
@@ -76,15 +80,12 @@ func indexKey(id index.ID, value string, sfx []byte) []byte {
 	return append(appendIndexPrefix(make([]byte, 0, 4+len(value)+len(sfx)), id, value), sfx...)
 }
 
-// indexes are the indexes pebble keeps on disk: the shared package's Base
-// set, whose IDs its keys hold.
-var indexes = index.Base()
-
-// indexKeys returns the index entries of ev: one per value it contributes
-// to an index (empty values are not indexed).
-func indexKeys(ev *corev1.Event, sfx []byte) [][]byte {
-	keys := make([][]byte, 0, indexes.Len())
-	for id, v := range indexes.Entries(ev) {
+// indexKeys returns the index entries of ev in the indexes of set (the
+// store's: the shared package's Base set, whose IDs its keys hold): one per
+// value it contributes to an index (empty values are not indexed).
+func indexKeys(set index.Set, ev *corev1.Event, sfx []byte) [][]byte {
+	keys := make([][]byte, 0, set.Len())
+	for id, v := range set.Entries(ev) {
 		keys = append(keys, indexKey(id, v, sfx))
 	}
 	return keys

@@ -203,19 +203,24 @@ func bounds(prefix []byte, ns, after string) (lower, upper, seek []byte) {
 // seek forward in key order: a family's hundreds of lookups share its
 // blocks (its members' names are neighbours in the name indexes), where
 // an iterator each loaded every level's index blocks again.
-func unionKeys(ctx context.Context, v *view, kept *atomic.Int64, lookups []index.Lookup, ns, after string) ([]string, error) {
+func unionKeys(ctx context.Context, v *view, kept *atomic.Int64, p index.Plan, ns, after string, rangeCap int) ([]string, error) {
 	// A list's pages are served at one view: its candidates after a later
 	// page's start are the tail of those its first page read and kept. A
 	// later page without them (too many to keep, or pushed out) reads
 	// from its start.
-	all, ok := v.unions.find(func(key string) bool { return isUnionCacheKey(key, lookups, ns) })
+	all, ok := v.unions.find(func(key string) bool { return isUnionCacheKey(key, p, ns) })
 	if !ok {
 		var err error
-		if all, err = readUnion(ctx, v, lookups, ns, after); err != nil || after != "" {
+		if p.Range != nil {
+			all, err = readRange(ctx, v, *p.Range, ns, after, rangeCap)
+		} else {
+			all, err = readUnion(ctx, v, p.Lookups, ns, after)
+		}
+		if err != nil || after != "" {
 			return all, err
 		}
 		if len(all) <= maxUnionCacheKeys {
-			v.unions.put(unionCacheKey(lookups, ns), all, kept)
+			v.unions.put(unionCacheKey(p, ns), all, kept)
 		}
 		return all, nil
 	}
@@ -296,11 +301,21 @@ func (c *unionCache) drop() {
 	c.entries = nil
 }
 
-// unionCacheKey identifies a multi-lookup plan within a namespace.
-func unionCacheKey(lookups []index.Lookup, ns string) string {
+// unionCacheKey identifies a multi-lookup or range plan within a
+// namespace.
+func unionCacheKey(p index.Plan, ns string) string {
 	var b strings.Builder
 	b.WriteString(ns)
-	for _, l := range lookups {
+	if r := p.Range; r != nil {
+		// Bucket values hold no zero byte (index.Bucket): 0x00 0x01
+		// tells a range from the lookups, whose ID bytes are letters.
+		b.WriteString("\x00\x01")
+		b.WriteByte(byte(r.ID))
+		b.WriteString(r.From)
+		b.WriteByte(0)
+		b.WriteString(r.To)
+	}
+	for _, l := range p.Lookups {
 		b.WriteByte(0)
 		b.WriteByte(byte(l.ID))
 		b.WriteString(l.Value)
@@ -308,13 +323,16 @@ func unionCacheKey(lookups []index.Lookup, ns string) string {
 	return b.String()
 }
 
-// isUnionCacheKey reports whether key is unionCacheKey(lookups, ns),
-// without building it: each page of a family's list looks its
+// isUnionCacheKey reports whether key is unionCacheKey(p, ns), without
+// building it for lookups: each page of a family's list looks its
 // candidates up, and building the key of its hundreds of lookups was a
-// sixth of what the list allocated.
-func isUnionCacheKey(key string, lookups []index.Lookup, ns string) bool {
+// sixth of what the list allocated. (A range's key is short.)
+func isUnionCacheKey(key string, p index.Plan, ns string) bool {
+	if p.Range != nil {
+		return key == unionCacheKey(p, ns)
+	}
 	rest, ok := strings.CutPrefix(key, ns)
-	for _, l := range lookups {
+	for _, l := range p.Lookups {
 		if !ok || len(rest) < 2+len(l.Value) || rest[0] != 0 || rest[1] != byte(l.ID) {
 			return false
 		}
@@ -366,7 +384,7 @@ func readUnion(ctx context.Context, v *view, lookups []index.Lookup, ns, after s
 // the given one, reading an index when one applies, so that the cost is in
 // the number of candidates, not of stored events.
 func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
-	p := indexes.Plan(sel)
+	p := s.planSet().Plan(sel)
 	if p.None {
 		return nil, "", false, nil
 	}
@@ -385,8 +403,12 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 		}
 		return []*corev1.Event{ev}, "", false, nil
 	}
-	if len(p.Lookups) > 1 {
-		return s.scanKeys(ctx, v, sel, p.Lookups, ns, after, limit)
+	if len(p.Lookups) > 1 || p.Range != nil {
+		items, last, more, err = s.scanKeys(ctx, v, sel, p, ns, after, limit)
+		if !errors.Is(err, errRangeTooWide) {
+			return items, last, more, err
+		}
+		p.Range = nil // served by a scan of the objects below
 	}
 	indexed := len(p.Lookups) == 1
 	prefix := []byte{prefixObject}
@@ -439,11 +461,13 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 	return items, last, false, nil
 }
 
-// scanKeys is scan over the union of several index lookups. The
+// scanKeys is scan over the union of several index lookups, or of a
+// range lookup (errRangeTooWide when it holds more candidates than
+// rangeCap allows the list). The
 // candidates are read with one iterator over the objects, seeking forward
 // in key order, rather than a point read each.
-func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, lookups []index.Lookup, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
-	keys, err := unionKeys(ctx, v, &s.unionKeysKept, lookups, ns, after)
+func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p index.Plan, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
+	keys, err := unionKeys(ctx, v, &s.unionKeysKept, p, ns, after, s.rangeCap(limit))
 	if err != nil || len(keys) == 0 {
 		return nil, "", false, err
 	}

@@ -130,6 +130,16 @@ type Options struct {
 	NoSync bool
 	// Logger receives operational logs; slog.Default() when nil.
 	Logger *slog.Logger
+
+	// noTimeIndex keeps no last-observed time index (index.LastObserved):
+	// the store writes the other indexes only and serves time ranges by
+	// scans, as before issue 32. Only for this package's benchmarks,
+	// which compare the index's write cost; a later open with the index
+	// rebuilds it (its marker no longer matches the revision).
+	noTimeIndex bool
+	// rangeCandidates, when > 0, is the most candidates a list reads from
+	// a time range before it scans instead (see rangeCap). For tests.
+	rangeCandidates int
 }
 
 func (o Options) withDefaults() Options {

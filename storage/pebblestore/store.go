@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/budget"
+	"github.com/kubevents/kubevents/storage/index"
 	"github.com/kubevents/kubevents/storage/pebblebatch"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -41,6 +42,12 @@ type Store struct {
 	cache  interface{ Unref() }
 	clock  clock.WithTicker
 	log    *slog.Logger
+	// indexes are the indexes every write maintains (index.Base, less
+	// LastObserved with Options.noTimeIndex); timeServed says whether the
+	// LastObserved entries are complete, so that lists may plan with them
+	// (see timeindex.go).
+	indexes    index.Set
+	timeServed atomic.Bool
 
 	// ops feeds the committer. closing is closed by Close; after it, writes
 	// fail with storage.ErrClosed.
@@ -156,6 +163,10 @@ func Open(opts Options) (*Store, error) {
 		ops:      make(chan *op, opts.MaxGroup),
 		closing:  make(chan struct{}),
 		retained: map[int64]*view{},
+		indexes:  index.Base(),
+	}
+	if opts.noTimeIndex {
+		s.indexes = s.indexes.Without(index.LastObserved)
 	}
 	s.budget, err = budget.New(budget.Options{MaxBytes: opts.MaxBytes, RuleOf: opts.RuleOf,
 		Registerer: opts.Registerer, Logger: opts.Logger, Clock: opts.Clock})
@@ -248,6 +259,9 @@ func (s *Store) loadState() error {
 			}
 			s.presence, s.loadedNamespaces, err = loadPresence(s.db, s.count)
 		}
+	}
+	if err == nil {
+		err = s.loadTimeIndex()
 	}
 	if err == nil {
 		s.liveBytes, err = s.loadStoredBytes()

@@ -37,29 +37,37 @@ func TestUnionCacheBounds(t *testing.T) {
 	}
 }
 
-// TestIsUnionCacheKey: a kept list's key is recognized from its lookups
-// and namespace exactly when unionCacheKey gives that key.
+// TestIsUnionCacheKey: a kept list's key is recognized from its plan
+// (lookups or a time range) and namespace exactly when unionCacheKey
+// gives that key.
 func TestIsUnionCacheKey(t *testing.T) {
 	l := func(id byte, v string) index.Lookup { return index.Lookup{ID: index.ID(id), Value: v} }
+	lk := func(ls ...index.Lookup) index.Plan { return index.Plan{Lookups: ls} }
+	rg := func(from, to string) index.Plan {
+		return index.Plan{Range: &index.Range{ID: index.LastObserved, From: from, To: to}}
+	}
 	plans := []struct {
-		ns      string
-		lookups []index.Lookup
+		ns   string
+		plan index.Plan
 	}{
-		{"", nil},
-		{"ns", nil},
-		{"ns", []index.Lookup{l(1, "web")}},
-		{"ns", []index.Lookup{l(2, "web")}},
-		{"ns", []index.Lookup{l(1, "we")}},
-		{"ns", []index.Lookup{l(1, "web"), l(2, "web")}},
-		{"ns", []index.Lookup{l(1, "web"), l(2, "web-1")}},
-		{"n", []index.Lookup{l(1, "web"), l(2, "web")}},
-		{"ns", []index.Lookup{l(1, "web"), l(2, "")}},
-		{"ns", []index.Lookup{l(1, ""), l(2, "web")}},
+		{"", lk()},
+		{"ns", lk()},
+		{"ns", lk(l('n', "web"))},
+		{"ns", lk(l('N', "web"))},
+		{"ns", lk(l('n', "we"))},
+		{"ns", lk(l('n', "web"), l('N', "web"))},
+		{"ns", lk(l('n', "web"), l('N', "web-1"))},
+		{"n", lk(l('n', "web"), l('N', "web"))},
+		{"ns", lk(l('n', "web"), l('N', ""))},
+		{"ns", lk(l('n', ""), l('N', "web"))},
+		{"ns", rg("a", "b")},
+		{"ns", rg("a", "c")},
+		{"", rg("a", "b")},
 	}
 	for i, a := range plans {
-		key := unionCacheKey(a.lookups, a.ns)
+		key := unionCacheKey(a.plan, a.ns)
 		for j, b := range plans {
-			if got, want := isUnionCacheKey(key, b.lookups, b.ns), key == unionCacheKey(b.lookups, b.ns); got != want {
+			if got, want := isUnionCacheKey(key, b.plan, b.ns), key == unionCacheKey(b.plan, b.ns); got != want {
 				t.Errorf("plan %d's key against plan %d: %v, want %v", i, j, got, want)
 			}
 		}

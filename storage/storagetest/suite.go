@@ -81,6 +81,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListLabelSelector", testListLabels},
 		{"ObjectSet", testObjectSet},
 		{"Filter", testFilter},
+		{"TimeRange", testTimeRange},
 		{"ListPagination", testListPagination},
 		{"ListPaginationManyLists", testListPaginationManyLists},
 		{"ListRemainingItemCount", testListRemainingItemCount},

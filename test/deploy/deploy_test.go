@@ -882,8 +882,9 @@ func checkVariant(t *testing.T, v variant) {
 }
 
 // lineageRule lets a reader list a family's objects (the lineages of
-// eventsd's group, behind evctl's and the web page's family trees).
-var lineageRule = rbacv1.PolicyRule{APIGroups: []string{"events.kubevents.io"}, Resources: []string{"lineages"}, Verbs: []string{"list"}}
+// eventsd's group, behind evctl's and the web page's family trees) and
+// summaries of events (its facets, behind evctl top and the search page).
+var lineageRule = rbacv1.PolicyRule{APIGroups: []string{"events.kubevents.io"}, Resources: []string{"lineages", "facets"}, Verbs: []string{"list"}}
 
 // viewerRules are all the viewer's ServiceAccount may do.
 var viewerRules = []rbacv1.PolicyRule{{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}}, lineageRule}
