@@ -436,7 +436,7 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 			if !ok {
 				continue
 			}
-			ev, err = getObject(v.snap, evNS, evName)
+			ev, err = s.getDecoded(v.snap, evNS, evName, sfx)
 			if errors.Is(err, storage.ErrNotFound) {
 				s.log.Error("index entry without object", "key", string(it.Key()))
 				continue
@@ -492,7 +492,7 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p i
 		if err != nil {
 			return nil, "", false, fmt.Errorf("pebblestore: list: %w", err)
 		}
-		ev, _, err := decodeObject(val)
+		ev, err := s.decoded.decodeCached(key[1:], val)
 		if err != nil {
 			return nil, "", false, err
 		}

@@ -97,6 +97,12 @@ type Options struct {
 	MaxListSnapshots int
 	// CacheBytes is the block cache size.
 	CacheBytes int64
+	// DecodedCacheEvents is how many decoded events the store keeps for
+	// the lists its indexes serve (by uid, name, family, ...), so that a
+	// question asked again does not decode them again
+	// (DefaultDecodedCacheEvents when 0; negative keeps none). Full
+	// scans do not fill it.
+	DecodedCacheEvents int
 	// MemTableBytes is the memtable size.
 	MemTableBytes uint64
 	// MinFreeBytes is the free space the data directory's filesystem must
@@ -166,6 +172,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RingBytes <= 0 {
 		o.RingBytes = DefaultRingBytes
+	}
+	if o.DecodedCacheEvents == 0 {
+		o.DecodedCacheEvents = DefaultDecodedCacheEvents
 	}
 	if o.MaxListSnapshots <= 0 {
 		o.MaxListSnapshots = DefaultMaxListSnapshots

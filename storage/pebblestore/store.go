@@ -27,6 +27,8 @@ type Store struct {
 	// unionKeysKept counts the multi-lookup candidates every view keeps
 	// (list.go's unionCache), bounded by maxUnionKeysKept.
 	unionKeysKept atomic.Int64
+	// decoded keeps the events index-driven lists decoded (decoded.go).
+	decoded *decodedCache
 
 	opts Options
 	// db is replaced only by the committer (see reopen), under dbMu and
@@ -151,6 +153,7 @@ func Open(opts Options) (*Store, error) {
 	popts.EnsureDefaults()
 	s := &Store{
 		opts:     opts,
+		decoded:  newDecodedCache(opts.DecodedCacheEvents),
 		popts:    popts,
 		lock:     lock,
 		health:   h,
@@ -463,6 +466,20 @@ func getObject(snap *pebble.Snapshot, namespace, name string) (*corev1.Event, er
 	defer closer.Close()
 	ev, _, err := decodeObject(val)
 	return ev, err
+}
+
+// getDecoded is getObject through the decoded-event cache; sfx is the
+// key's "<namespace>/<name>".
+func (s *Store) getDecoded(snap *pebble.Snapshot, namespace, name string, sfx []byte) (*corev1.Event, error) {
+	val, closer, err := snap.Get(objectKey(namespace, name))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, fmt.Errorf("event %s/%s: %w", namespace, name, storage.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: get %s/%s: %w", namespace, name, err)
+	}
+	defer closer.Close()
+	return s.decoded.decodeCached(sfx, val)
 }
 
 // Close implements storage.Interface: it stops accepting writes, commits
