@@ -24,11 +24,18 @@ const (
 	LabelReason              = "reason"
 	LabelKind                = "kind"
 	LabelReportingController = "reporting_controller"
+	// LabelName is the regarding object's name: not kept by default (one
+	// series per object), named in Configuration.Labels to let alerts
+	// and dashboards name the object.
+	LabelName = "name"
 )
 
-// AllLabels are the labels an occurrence can carry, in export order; the
-// default keeps them all.
-var AllLabels = []string{LabelNamespace, LabelType, LabelReason, LabelKind, LabelReportingController}
+// AllLabels are the labels an occurrence can carry, in export order.
+var AllLabels = []string{LabelNamespace, LabelType, LabelReason, LabelKind, LabelReportingController, LabelName}
+
+// DefaultLabels are the labels kept when the configuration names none:
+// all but the object's name.
+var DefaultLabels = []string{LabelNamespace, LabelType, LabelReason, LabelKind, LabelReportingController}
 
 // DefaultMaxLabelSets bounds the label sets of the occurrence counter
 // when the configuration does not: a thousand series cost a scrape about
@@ -41,13 +48,16 @@ const DefaultMaxLabelSets = 1000
 const MaxMaxLabelSets = 100000
 
 // Configuration is the event metrics configuration file. Its zero value
-// (no file) is the default: every label, every namespace and reason its
+// (no file) is the default: DefaultLabels, every namespace and reason its
 // own value, DefaultMaxLabelSets.
 type Configuration struct {
 	metav1.TypeMeta `json:",inline"`
-	// Labels are the labels kept, among namespace, type, reason, kind
-	// and reporting_controller; empty keeps them all. A label left out
-	// is not exported: its values are summed.
+	// Labels are the labels kept, among namespace, type, reason, kind,
+	// reporting_controller and name (the regarding object's); empty
+	// keeps all but name. A label left out is not exported: its values
+	// are summed. name makes a series per object: with it, alerts name
+	// the object, and maxLabelSets should be raised to the objects
+	// expected.
 	Labels []string `json:"labels,omitempty"`
 	// Namespaces, when not empty, are the namespaces that keep their own
 	// value of the namespace label; other namespaces' occurrences are

@@ -31,13 +31,13 @@ const (
 
 // labelValues are an occurrence's values of AllLabels, in their order;
 // labels the configuration leaves out are empty.
-type labelValues [5]string
+type labelValues [6]string
 
 // Counter counts event occurrences; build it with New, feed it with
 // Observe (a storage.WriteObserver) and register it with a Prometheus
 // registry. It is safe for concurrent use.
 type Counter struct {
-	keep       [5]bool // which of AllLabels are exported
+	keep       [6]bool // which of AllLabels are exported
 	names      []string
 	namespaces map[string]bool // nil: every namespace kept
 	reasons    map[string]bool // nil: every reason kept
@@ -65,8 +65,12 @@ func New(c *Configuration) (*Counter, error) {
 	if m.max == 0 {
 		m.max = DefaultMaxLabelSets
 	}
+	labels := c.Labels
+	if len(labels) == 0 {
+		labels = DefaultLabels
+	}
 	for i, l := range AllLabels {
-		if len(c.Labels) == 0 || slices.Contains(c.Labels, l) {
+		if slices.Contains(labels, l) {
 			m.keep[i] = true
 			m.names = append(m.names, l)
 		}
@@ -129,6 +133,9 @@ func (m *Counter) labelsOf(ev *corev1.Event) labelValues {
 	}
 	if m.keep[4] {
 		v[4] = facet.ReportingController(ev)
+	}
+	if m.keep[5] {
+		v[5] = ev.InvolvedObject.Name
 	}
 	return v
 }

@@ -126,3 +126,42 @@ func TestOverflowExact(t *testing.T) {
 		t.Errorf("label sets %v, overflow %v, refused %v; want 10, > 0, %d", sets, overflow, refused, writers*reasons-writers*10)
 	}
 }
+
+// TestNameLabel: the object's name is a label only when configured.
+func TestNameLabel(t *testing.T) {
+	m, err := New(&Configuration{Labels: []string{LabelNamespace, LabelReason, LabelName}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Observe(nil, event("a", "BackOff", 2))
+	want := `
+# HELP eventsd_event_occurrences_total ` + help(m) + `
+# TYPE eventsd_event_occurrences_total counter
+eventsd_event_occurrences_total{name="p",namespace="a",reason="BackOff"} 2
+eventsd_event_occurrences_total{name="_overflow",namespace="_overflow",reason="_overflow"} 0
+`
+	if err := testutil.CollectAndCompare(m, strings.NewReader(want), OccurrencesName); err != nil {
+		t.Error(err)
+	}
+}
+
+// BenchmarkObserve is the cost a write pays: a create's labels looked up
+// among DefaultMaxLabelSets label sets and its count added.
+func BenchmarkObserve(b *testing.B) {
+	m, err := New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	evs := make([]*corev1.Event, DefaultMaxLabelSets)
+	for i := range evs {
+		evs[i] = event(fmt.Sprintf("ns-%d", i%20), fmt.Sprintf("Reason%d", i/20), 1)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			m.Observe(nil, evs[i%len(evs)])
+			i++
+		}
+	})
+}

@@ -12,7 +12,8 @@
 // their sum is the cluster's. Deletions and expiries change nothing.
 //
 // Cardinality is bounded by the EventMetricsConfiguration file
-// (--event-metrics-config): which labels to keep, which namespaces and
+// (--event-metrics-config): which labels to keep (the regarding object's
+// name too, when asked), which namespaces and
 // reasons keep their own values (others become OtherValue), and at most
 // MaxLabelSets label sets; occurrences of a label set past the maximum
 // are counted in the overflow series (every label OverflowValue), so sums
