@@ -300,3 +300,93 @@ spec:
     {{- toYaml . | nindent 4 }}
     {{- end }}
 {{- end -}}
+
+{{/*
+The alerting rules on eventsd_event_occurrences_total (the
+PrometheusRule's spec; deploy/prometheus/eventsd-rules.yaml is it
+rendered with the defaults).
+*/}}
+{{- define "eventsd.prometheusRuleGroups" -}}
+{{- $v := .Values.prometheusRule }}
+{{- $c := dict "m" .m -}}
+groups:
+  - name: eventsd-events
+    rules:
+      - alert: EventsCrashLooping
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="BackOff"`) $c) }}) > {{ $v.backOffThreshold }}
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: container restarts backing off'`}}
+          description: {{ printf "'More than %v BackOff events (a container restarting, or an image pull, backing off) in 10 minutes: {{ $value }}.'" $v.backOffThreshold }}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsOOMKilling
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="OOMKilling"`) $c) }}) > 0
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: a process was OOM-killed'`}}
+          description: {{`'{{ $value }} OOMKilling events in 10 minutes.'`}}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsFailedSchedulingPersists
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="FailedScheduling"`) $c) }}) > 0
+        for: {{ $v.failedSchedulingFor }}
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: cannot be scheduled'`}}
+          description: {{ printf "'FailedScheduling events for %s.'" $v.failedSchedulingFor }}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsImagePullFailing
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason=~"ErrImagePull|ImagePullBackOff|Failed"`) $c) }}) > 0
+        for: 5m
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: image pulls (or containers) failing'`}}
+          description: {{`'ErrImagePull, ImagePullBackOff or Failed events for 5 minutes.'`}}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsNodeNotReady
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="NodeNotReady"`) $c) }}) > 0
+        labels:
+          severity: critical
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.name }}: NodeNotReady'`}}
+          description: {{`'{{ $value }} NodeNotReady events in 10 minutes.'`}}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsFailedMount
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason=~"FailedMount|FailedAttachVolume"`) $c) }}) > 0
+        for: 5m
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: volumes fail to mount'`}}
+          description: {{`'FailedMount or FailedAttachVolume events for 5 minutes.'`}}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsEvicted
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="Evicted"`) $c) }}) > 0
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: evicted'`}}
+          description: {{`'{{ $value }} Evicted events in 10 minutes.'`}}
+          timeline: {{ .timeline | squote }}
+{{- end }}
+
+{{/*
+The occurrences of the series of .m{.sel} in the last 10 minutes: their
+increase for the series that existed 10 minutes ago, and their whole
+value for the series that appeared since (increase() does not see a
+series' first value, so a label set's first occurrence would otherwise
+go unseen).
+*/}}
+{{- define "eventsd.occurrencesIn" -}}
+(increase({{ .m }}{ {{- .sel -}} }[10m]) and {{ .m }}{ {{- .sel -}} } offset 10m) or ({{ .m }}{ {{- .sel -}} } unless {{ .m }}{ {{- .sel -}} } offset 10m)
+{{- end }}

@@ -1,0 +1,58 @@
+// Package promtoolbin finds Prometheus' promtool for the tests that check
+// and unit-test the shipped alerting rules (deploy/prometheus): promtool
+// built from the github.com/prometheus/prometheus module that
+// tools/promtool pins as a tool dependency (its own module, so that
+// Prometheus' many dependencies stay out of the project's go.mod), kept
+// in the user cache directory (buildcache) and reused until
+// tools/promtool or the Go toolchain changes. A first build takes
+// minutes (Prometheus' service discovery brings the cloud providers'
+// SDKs); later runs take none.
+package promtoolbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/kubevents/kubevents/internal/buildcache"
+)
+
+// Env names the environment variable giving the path of a promtool to
+// use instead of the build.
+const Env = "KUBEVENTS_TEST_PROMTOOL"
+
+// mainPackage is upstream's promtool command, built unchanged.
+const mainPackage = "github.com/prometheus/prometheus/cmd/promtool"
+
+// buildPrefix starts the name of each cached build's directory.
+const buildPrefix = "promtool-"
+
+// moduleDir is tools/promtool relative to the repository root.
+var moduleDir = filepath.Join("tools", "promtool")
+
+// Binary returns the promtool to use (see Env), building it on first use
+// with `go build github.com/prometheus/prometheus/cmd/promtool` in
+// tools/promtool.
+func Binary() (string, error) {
+	if p := os.Getenv(Env); p != "" {
+		return p, nil
+	}
+	src, err := buildcache.ModuleDir(moduleDir)
+	if err != nil {
+		return "", fmt.Errorf("promtool: %w", err)
+	}
+	key, err := buildcache.ModuleKey(src, []string{"go.mod", "go.sum"}, "-trimpath")
+	if err != nil {
+		return "", fmt.Errorf("promtool: %w", err)
+	}
+	return buildcache.Get(buildcache.Root(), buildPrefix, key, "promtool", func(out string) error {
+		cmd := exec.Command(buildcache.GoTool(), "build", "-trimpath", "-o", out, mainPackage)
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building promtool from %s: %w\n%s", filepath.ToSlash(moduleDir), err, b)
+		}
+		return nil
+	})
+}
