@@ -198,42 +198,16 @@ func runMetricsBench(ctx context.Context, cfg metricsBenchConfig) (rep *metricsR
 // without, alternating (on off off on ...).
 func (cfg *metricsBenchConfig) createPhase(ctx context.Context, on, off *child) (*metricsCreate, error) {
 	mc := &metricsCreate{}
-	var sums [2]float64
-	var counts [2]int
-	for p := range cfg.Pairs {
-		order := []bool{true, false}
-		if p%2 == 1 {
-			order = []bool{false, true}
-		}
-		for _, metrics := range order {
-			ev := off
-			if metrics {
-				ev = on
-			}
-			res, err := runCreate(ctx, createConfig{Server: ev.URL, Clients: cfg.Clients, Duration: cfg.CreateDuration, Warmup: cfg.CreateWarmup,
-				Namespaces: 10, Objects: cfg.Objects, PID: ev.pid(), PodPrefix: "pod", Wire: wireProtobuf})
-			if err = errors.Join(err, ev.exited()); err != nil {
-				return mc, err
-			}
-			if res.Errors > 0 {
-				return mc, fmt.Errorf("%d creates failed, the first with: %s", res.Errors, res.FirstError)
-			}
-			if res.ServerCPUMsPerReq == nil {
-				return mc, errors.New("eventsd's CPU time was not measured")
-			}
-			mc.Runs = append(mc.Runs, metricsCreateRun{Metrics: metrics, Result: res})
-			i := 0
-			if metrics {
-				i = 1
-			}
-			sums[i] += *res.ServerCPUMsPerReq
-			counts[i]++
-			cfg.logf("create, metrics %v: %.0f creates/s, %.4f ms CPU/create", metrics, res.CreatesPerSec, *res.ServerCPUMsPerReq)
-		}
+	mk := func(ev *child) createConfig {
+		return createConfig{Server: ev.URL, Clients: cfg.Clients, Duration: cfg.CreateDuration, Warmup: cfg.CreateWarmup,
+			Namespaces: 10, Objects: cfg.Objects, PID: ev.pid(), PodPrefix: "pod", Wire: wireProtobuf}
 	}
-	mc.OffMsPerCreate, mc.OnMsPerCreate = round4(sums[0]/float64(counts[0])), round4(sums[1]/float64(counts[1]))
-	mc.Ratio = round3(sums[1] / float64(counts[1]) / (sums[0] / float64(counts[0])))
-	return mc, nil
+	var err error
+	mc.OnMsPerCreate, mc.OffMsPerCreate, mc.Ratio, err = alternateCreates(ctx, cfg.Pairs, on, off, mk, nil, func(metrics bool, res *createResult) {
+		mc.Runs = append(mc.Runs, metricsCreateRun{Metrics: metrics, Result: res})
+		cfg.logf("create, metrics %v: %.0f creates/s, %.4f ms CPU/create", metrics, res.CreatesPerSec, *res.ServerCPUMsPerReq)
+	})
+	return mc, err
 }
 
 // scrapePhase fills ev's occurrence counter with distinct label sets up
