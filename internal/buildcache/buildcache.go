@@ -166,21 +166,24 @@ func removeOthers(root, prefix, keep string) {
 }
 
 // ModuleTool returns the command mainPackage built unchanged with
-// `go build -trimpath` (CGO_ENABLED=0) in the repository's module
-// directory moduleDir (such as tools/actionlint, which pins it as a tool
-// dependency), cached under Root as name in directories starting with
-// prefix and keyed on the module's go.mod and go.sum and the toolchain.
-func ModuleTool(moduleDir, mainPackage, prefix, name string) (string, error) {
+// `go build -trimpath` and buildFlags (CGO_ENABLED=0) in the repository's
+// module directory moduleDir (such as tools/actionlint, which pins it as
+// a tool dependency), cached under Root as name in directories starting
+// with prefix and keyed on the module's go.mod and go.sum, the flags and
+// the toolchain.
+func ModuleTool(moduleDir, mainPackage, prefix, name string, buildFlags ...string) (string, error) {
 	src, err := ModuleDir(moduleDir)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	key, err := ModuleKey(src, []string{"go.mod", "go.sum"}, "-trimpath")
+	flags := append([]string{"-trimpath"}, buildFlags...)
+	key, err := ModuleKey(src, []string{"go.mod", "go.sum"}, strings.Join(flags, " "))
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	return Get(Root(), prefix, key, name, func(out string) error {
-		cmd := exec.Command(GoTool(), "build", "-trimpath", "-o", out, mainPackage)
+		args := append(append([]string{"build"}, flags...), "-o", out, mainPackage)
+		cmd := exec.Command(GoTool(), args...)
 		cmd.Dir = src
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
