@@ -91,11 +91,11 @@ func TestRulesFileIsTheChartsRender(t *testing.T) {
 // TestChartValues: the chart's values reach the rules (threshold, for,
 // URL, labels), and the PrometheusRule is off by default.
 func TestChartValues(t *testing.T) {
-	out := helmTemplate(t, "--set", "prometheusRule.backOffThreshold=10", "--set", "prometheusRule.failedSchedulingFor=30m",
+	out := helmTemplate(t, "--set", "prometheusRule.backOffThreshold=10", "--set", "prometheusRule.window=30s", "--set", "prometheusRule.failedSchedulingFor=30m",
 		"--set", "prometheusRule.timelineURL=https://events.internal/ui/", "--set", "prometheusRule.additionalLabels.team=platform",
 		"--set", "prometheusRule.labels.release=prom")
 	for _, want := range []string{
-		`[10m]) and eventsd_event_occurrences_total{reason="BackOff"} offset 10m) or`,
+		`[30s]) and eventsd_event_occurrences_total{reason="BackOff"} offset 30s) or`, "backing off) in 30s:",
 		`) > 10`, "for: 30m", "https://events.internal/ui/?object=", "team: platform", "release: prom",
 	} {
 		if !strings.Contains(out, want) {

@@ -308,7 +308,7 @@ rendered with the defaults).
 */}}
 {{- define "eventsd.prometheusRuleGroups" -}}
 {{- $v := .Values.prometheusRule }}
-{{- $c := dict "m" .m -}}
+{{- $c := dict "m" .m "w" $v.window -}}
 groups:
   - name: eventsd-events
     rules:
@@ -319,7 +319,7 @@ groups:
           {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
         annotations:
           summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: container restarts backing off'`}}
-          description: {{ printf "'More than %v BackOff events (a container restarting, or an image pull, backing off) in 10 minutes: {{ $value }}.'" $v.backOffThreshold }}
+          description: {{ printf "'More than %v BackOff events (a container restarting, or an image pull, backing off) in %s: {{ $value }}.'" $v.backOffThreshold $v.window }}
           timeline: {{ .timeline | squote }}
       - alert: EventsOOMKilling
         expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="OOMKilling"`) $c) }}) > 0
@@ -328,7 +328,7 @@ groups:
           {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
         annotations:
           summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: a process was OOM-killed'`}}
-          description: {{`'{{ $value }} OOMKilling events in 10 minutes.'`}}
+          description: {{ printf "'{{ $value }} OOMKilling events in %s.'" $v.window }}
           timeline: {{ .timeline | squote }}
       - alert: EventsFailedSchedulingPersists
         expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="FailedScheduling"`) $c) }}) > 0
@@ -357,7 +357,7 @@ groups:
           {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
         annotations:
           summary: {{`'{{ $labels.kind }} {{ $labels.name }}: NodeNotReady'`}}
-          description: {{`'{{ $value }} NodeNotReady events in 10 minutes.'`}}
+          description: {{ printf "'{{ $value }} NodeNotReady events in %s.'" $v.window }}
           timeline: {{ .timeline | squote }}
       - alert: EventsFailedMount
         expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason=~"FailedMount|FailedAttachVolume"`) $c) }}) > 0
@@ -376,17 +376,17 @@ groups:
           {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
         annotations:
           summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: evicted'`}}
-          description: {{`'{{ $value }} Evicted events in 10 minutes.'`}}
+          description: {{ printf "'{{ $value }} Evicted events in %s.'" $v.window }}
           timeline: {{ .timeline | squote }}
 {{- end }}
 
 {{/*
-The occurrences of the series of .m{.sel} in the last 10 minutes: their
-increase for the series that existed 10 minutes ago, and their whole
-value for the series that appeared since (increase() does not see a
+The occurrences of the series of .m{.sel} in the last .w (a window such
+as 10m): their increase for the series that existed a window ago, and
+their whole value for the series that appeared since (increase() does not see a
 series' first value, so a label set's first occurrence would otherwise
 go unseen).
 */}}
 {{- define "eventsd.occurrencesIn" -}}
-(increase({{ .m }}{ {{- .sel -}} }[10m]) and {{ .m }}{ {{- .sel -}} } offset 10m) or ({{ .m }}{ {{- .sel -}} } unless {{ .m }}{ {{- .sel -}} } offset 10m)
+(increase({{ .m }}{ {{- .sel -}} }[{{ .w }}]) and {{ .m }}{ {{- .sel -}} } offset {{ .w }}) or ({{ .m }}{ {{- .sel -}} } unless {{ .m }}{ {{- .sel -}} } offset {{ .w }})
 {{- end }}
