@@ -1,4 +1,5 @@
-// Package promtoolbin finds Prometheus' promtool for the tests that check
+// Package promtoolbin finds Prometheus' promtool (and its server,
+// Prometheus) for the tests that check
 // and unit-test the shipped alerting rules (deploy/prometheus): promtool
 // built from the github.com/prometheus/prometheus module that
 // tools/promtool pins as a tool dependency (its own module, so that
@@ -39,4 +40,19 @@ func Binary() (string, error) {
 		return p, nil
 	}
 	return buildcache.ModuleTool(moduleDir, mainPackage, buildPrefix, "promtool", "-tags=remove_all_sd")
+}
+
+// PrometheusEnv names the environment variable giving the path of a
+// Prometheus server to use instead of the build.
+const PrometheusEnv = "KUBEVENTS_TEST_PROMETHEUS"
+
+// Prometheus returns the Prometheus server to use (see PrometheusEnv),
+// building it on first use as Binary builds promtool, from the same
+// module (github.com/prometheus/prometheus/cmd/prometheus), with the same
+// tag: static configurations only, which the tests' scrapes are.
+func Prometheus() (string, error) {
+	if p := os.Getenv(PrometheusEnv); p != "" {
+		return p, nil
+	}
+	return buildcache.ModuleTool(moduleDir, "github.com/prometheus/prometheus/cmd/prometheus", "prometheus-", "prometheus", "-tags=remove_all_sd")
 }
