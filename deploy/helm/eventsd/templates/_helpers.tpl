@@ -164,6 +164,11 @@ spec:
         {{- if .Values.export.sinks }}
         - --export-config=/etc/eventsd/export.yaml
         {{- end }}
+        {{- if not .Values.eventMetrics.enabled }}
+        - --event-metrics=false
+        {{- else if .Values.eventMetrics.config }}
+        - --event-metrics-config=/etc/eventsd/event-metrics.yaml
+        {{- end }}
         {{- if .Values.aggregation.enabled }}
         - --authentication-kubeconfig=in-cluster
         - --authorization-mode=Webhook
