@@ -295,6 +295,19 @@ type Event struct {
 	Err error
 }
 
+// WriteObserver is told of each create and update a store made, once,
+// after it is durable and before the writer is answered: prev is the
+// event's state the write replaced (nil for a create, and for an update
+// that created the event), cur its new state. Deletions and expiries are
+// not reported; nor are writes another process made to a shared backend
+// (each eventsd replica on etcd reports its own writes). It runs in the
+// writer's goroutine, so it must be fast and safe for concurrent use;
+// prev and cur are read-only. Occurrence metrics (eventmetrics) are built
+// on it: every writer (the API's handlers, folding, the mirror) reaches
+// the store, and the store knows the previous state of every write
+// without reading it again.
+type WriteObserver func(prev, cur *corev1.Event)
+
 // Watcher is a running watch. Its channel is closed when the watch ends:
 // on Stop, when the context is cancelled, when the store closes, or after an
 // event carrying Err.

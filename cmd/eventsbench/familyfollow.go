@@ -454,52 +454,77 @@ func (cfg *familyBenchConfig) createPhase(ctx context.Context, bin, dir string) 
 		return lc, err
 	}
 	defer off.stop()
+	mk := func(ev *child) createConfig {
+		return createConfig{Server: ev.URL, Clients: cfg.CreateClients, Duration: cfg.CreateDuration, Warmup: cfg.CreateWarmup,
+			Namespaces: 10, Objects: cfg.CreateObjects, PID: ev.pid(), PodPrefix: "pod", Wire: wireProtobuf, NewEvent: newAnnouncingEvent}
+	}
+	during := func(p int, lin bool, ev *child) func() error {
+		if !lin || cfg.ProfileDir == "" || p != cfg.Pairs-1 {
+			return nil
+		}
+		lc.Profile = filepath.Join(cfg.ProfileDir, "eventsd-lineage-create.pprof")
+		done := make(chan error, 1)
+		go func() {
+			sleepUntil(ctx, time.Now().Add(cfg.CreateWarmup))
+			done <- fetchProfile(ctx, ev.URL, "", nil, int(cfg.CreateDuration.Seconds()), lc.Profile)
+		}()
+		return func() error { return <-done }
+	}
+	lc.OnMsPerCreate, lc.OffMsPerCreate, lc.Ratio, err = alternateCreates(ctx, cfg.Pairs, on, off, mk, during, func(lin bool, res *createResult) {
+		lc.Runs = append(lc.Runs, lineageCreateRun{Lineage: lin, Result: res})
+		cfg.logf("create, lineage %v: %.0f creates/s, %.4f ms CPU/create", lin, res.CreatesPerSec, *res.ServerCPUMsPerReq)
+	})
+	return lc, err
+}
+
+// alternateCreates runs the create load of mk(server) pairs times against
+// on and off in turn (on off, off on, on off ...), so that drift of the
+// machine falls on both, and returns the means of the server's CPU per
+// create with on and with off and their ratio. during, when it returns a
+// function, runs beside a run (a profile) and is waited for after it;
+// record is told of each run.
+func alternateCreates(ctx context.Context, pairs int, on, off *child, mk func(*child) createConfig,
+	during func(pair int, isOn bool, ev *child) func() error, record func(isOn bool, res *createResult)) (onMean, offMean, ratio float64, err error) {
 	var sums [2]float64
 	var counts [2]int
-	for p := range cfg.Pairs {
+	for p := range pairs {
 		order := []bool{true, false}
 		if p%2 == 1 {
 			order = []bool{false, true}
 		}
-		for _, lin := range order {
+		for _, isOn := range order {
 			ev := off
-			if lin {
+			if isOn {
 				ev = on
 			}
-			var profErr error
-			var wg sync.WaitGroup
-			if lin && cfg.ProfileDir != "" && p == cfg.Pairs-1 {
-				lc.Profile = filepath.Join(cfg.ProfileDir, "eventsd-lineage-create.pprof")
-				wg.Go(func() {
-					sleepUntil(ctx, time.Now().Add(cfg.CreateWarmup))
-					profErr = fetchProfile(ctx, ev.URL, "", nil, int(cfg.CreateDuration.Seconds()), lc.Profile)
-				})
+			var wait func() error
+			if during != nil {
+				wait = during(p, isOn, ev)
 			}
-			res, err := runCreate(ctx, createConfig{Server: ev.URL, Clients: cfg.CreateClients, Duration: cfg.CreateDuration, Warmup: cfg.CreateWarmup,
-				Namespaces: 10, Objects: cfg.CreateObjects, PID: ev.pid(), PodPrefix: "pod", Wire: wireProtobuf, NewEvent: newAnnouncingEvent})
-			wg.Wait()
-			if err = errors.Join(err, profErr, ev.exited()); err != nil {
-				return lc, err
+			res, err := runCreate(ctx, mk(ev))
+			if wait != nil {
+				err = errors.Join(err, wait())
+			}
+			if err = errors.Join(err, ev.exited()); err != nil {
+				return 0, 0, 0, err
 			}
 			if res.Errors > 0 {
-				return lc, fmt.Errorf("%d creates failed, the first with: %s", res.Errors, res.FirstError)
+				return 0, 0, 0, fmt.Errorf("%d creates failed, the first with: %s", res.Errors, res.FirstError)
 			}
 			if res.ServerCPUMsPerReq == nil {
-				return lc, errors.New("eventsd's CPU time was not measured")
+				return 0, 0, 0, errors.New("the server's CPU time was not measured")
 			}
-			lc.Runs = append(lc.Runs, lineageCreateRun{Lineage: lin, Result: res})
+			record(isOn, res)
 			i := 0
-			if lin {
+			if isOn {
 				i = 1
 			}
 			sums[i] += *res.ServerCPUMsPerReq
 			counts[i]++
-			cfg.logf("create, lineage %v: %.0f creates/s, %.4f ms CPU/create", lin, res.CreatesPerSec, *res.ServerCPUMsPerReq)
 		}
 	}
-	lc.OffMsPerCreate, lc.OnMsPerCreate = round4(sums[0]/float64(counts[0])), round4(sums[1]/float64(counts[1]))
-	lc.Ratio = round3(sums[1] / float64(counts[1]) / (sums[0] / float64(counts[0])))
-	return lc, nil
+	onMean, offMean = sums[1]/float64(counts[1]), sums[0]/float64(counts[0])
+	return round4(onMean), round4(offMean), round3(onMean / offMean), nil
 }
 
 // round4 keeps four decimals.

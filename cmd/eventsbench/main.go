@@ -52,7 +52,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand(), newExportCommand(), newWatchStormCommand(), newMirrorCommand(), newFoldCommand(), newScaleCommand(), newFamilyCommand(), newSearchCommand())
+	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand(), newExportCommand(), newWatchStormCommand(), newMirrorCommand(), newFoldCommand(), newScaleCommand(), newFamilyCommand(), newSearchCommand(), newMetricsCommand())
 	buildinfo.AddVersionFlag(root)
 	return root
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/kubevents/kubevents/access"
 	"github.com/kubevents/kubevents/admission/eventratelimit"
 	"github.com/kubevents/kubevents/demo"
+	"github.com/kubevents/kubevents/eventmetrics"
 	"github.com/kubevents/kubevents/export"
 	"github.com/kubevents/kubevents/export/exportconfig"
 	"github.com/kubevents/kubevents/fold"
@@ -73,6 +74,8 @@ type options struct {
 	admissionConfig   string
 	retentionConfig   string
 	foldConfig        string
+	eventMetrics      bool
+	eventMetricsFile  string
 	exportConfig      string
 	exportMaxLag      time.Duration
 	maxStorageBytes   quantityBytes
@@ -144,6 +147,8 @@ profiles at /debug/pprof/ (--profiling).`,
 	f.StringVar(&o.dataDir, "data-dir", "./eventsd-data", "Directory of the embedded store; created if missing.")
 	f.DurationVar(&o.eventTTL, "event-ttl", server.DefaultEventTTL, "Amount of time to retain events after their last write.")
 	f.StringVar(&o.retentionConfig, "retention-config", "", "File with a RetentionConfiguration (eventsd.kubevents.io/v1alpha1): ordered rules matching events' namespaces, types, reasons and reporting controllers (or source components), each with a TTL; the first rule an event matches gives the TTL of each of its writes, --event-ttl the rest. On etcd the lease follows the rule.")
+	f.BoolVar(&o.eventMetrics, "event-metrics", true, "Count event occurrences in eventsd_event_occurrences_total{namespace,type,reason,kind,reporting_controller} on /metrics: every occurrence this eventsd writes (a create of count N adds N, a count or series increase adds the increase; folded and mirrored events included), so that Prometheus rules can alert on events. On by default, bounded by --event-metrics-config's maximum of label sets (1000 by default); each replica counts its own writes.")
+	f.StringVar(&o.eventMetricsFile, "event-metrics-config", "", "File with an EventMetricsConfiguration (eventsd.kubevents.io/v1alpha1): the labels of eventsd_event_occurrences_total, the namespaces and reasons that keep their own values (others count as _other), and the maximum number of label sets (default 1000; occurrences past it are counted in the _overflow series, never dropped).")
 	f.StringVar(&o.foldConfig, "fold-config", "", "File with a FoldConfiguration (eventsd.kubevents.io/v1alpha1): ordered rules matching events' namespaces, types, reasons and reporting controllers (or source components), each with a window; a create the first matching rule's window covers, isomorphic to a stored event (as client-go's recorders define it) last observed within that window, is folded into that event (its count and last observed time advanced, its note the latest; watchers see MODIFIED) and answered with it and a Warning header naming it, instead of stored as a new object. Off by default: it changes what a create returns.")
 	f.StringVar(&o.exportConfig, "export-config", "", "File with an ExportConfiguration (eventsd.kubevents.io/v1alpha1): sinks (webhook, otlp, file) that get every matching event change, at least once, in revision order, each record with an idempotency key (uid/resourceVersion); each sink's cursor is kept in the store, so restarts resume where the sink left off. On etcd one replica exports at a time.")
 	f.DurationVar(&o.exportMaxLag, "export-max-lag", pebblestore.DefaultMaxHistoryHold, "How far back the store keeps changes for the slowest export sink to resume from; a sink further behind loses the changes before (counted in eventsd_export_lost_total and logged).")
@@ -282,6 +287,21 @@ func run(ctx context.Context, o options) error {
 		}
 		foldConfig = c
 	}
+	var occurrences *eventmetrics.Counter
+	if o.eventMetrics {
+		var c *eventmetrics.Configuration
+		var err error
+		if o.eventMetricsFile != "" {
+			if c, err = eventmetrics.LoadFile(o.eventMetricsFile); err != nil {
+				return fmt.Errorf("--event-metrics-config: %w", err)
+			}
+		}
+		if occurrences, err = eventmetrics.New(c); err != nil {
+			return fmt.Errorf("--event-metrics-config: %w", err)
+		}
+	} else if o.eventMetricsFile != "" {
+		return errors.New("--event-metrics-config needs --event-metrics")
+	}
 	var exportConfig *exportconfig.Configuration
 	if o.exportConfig != "" {
 		c, err := exportconfig.LoadFile(o.exportConfig)
@@ -393,7 +413,14 @@ func run(ctx context.Context, o options) error {
 	reg := prometheus.NewRegistry()
 	// Assigned only once open: a failed open returns a nil *Store in a
 	// non-nil interface, which failStart must not close.
-	st, err := openStore(o, log, reg, ruleOf)
+	var written storage.WriteObserver
+	if occurrences != nil {
+		if err := reg.Register(occurrences); err != nil {
+			return failStart(fmt.Errorf("event metrics: %w", err))
+		}
+		written = occurrences.Observe
+	}
+	st, err := openStore(o, log, reg, ruleOf, written)
 	if err != nil {
 		return failStart(err)
 	}
@@ -698,12 +725,12 @@ func (o options) etcdIndexDirectory() (string, error) {
 }
 
 // openStore opens the backend --storage-backend names.
-func openStore(o options, log *slog.Logger, reg prometheus.Registerer, ruleOf func(*corev1.Event) string) (storage.Interface, error) {
+func openStore(o options, log *slog.Logger, reg prometheus.Registerer, ruleOf func(*corev1.Event) string, written storage.WriteObserver) (storage.Interface, error) {
 	switch o.storageBackend {
 	case backendPebble:
 		return pebblestore.Open(pebblestore.Options{Dir: o.dataDir, DefaultTTL: o.eventTTL, HistoryWindow: o.historyWindow,
 			RingBytes: o.watchRingBytes, MinFreeBytes: o.minFreeDisk, MaxHistoryHold: o.exportMaxLag, Logger: log,
-			MaxBytes: int64(o.maxStorageBytes), RuleOf: ruleOf, Registerer: reg})
+			MaxBytes: int64(o.maxStorageBytes), RuleOf: ruleOf, Registerer: reg, Written: written})
 	case backendEtcd:
 		if len(o.etcdServers) == 0 {
 			return nil, errors.New("--storage-backend=etcd needs --etcd-servers")
@@ -732,6 +759,7 @@ func openStore(o options, log *slog.Logger, reg prometheus.Registerer, ruleOf fu
 			MaxBytes:           int64(o.maxStorageBytes),
 			RuleOf:             ruleOf,
 			IndexDir:           indexDir,
+			Written:            written,
 		}
 		if o.etcdCompaction <= 0 {
 			opts.CompactionInterval = -1 // off, as kube-apiserver's 0

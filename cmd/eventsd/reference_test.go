@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kubevents/kubevents/admission/eventratelimit"
+	"github.com/kubevents/kubevents/eventmetrics"
 	"github.com/kubevents/kubevents/export/exportconfig"
 	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/internal/refdoc"
@@ -38,6 +39,12 @@ var configKinds = []refdoc.Kind{{
 		"Each sink has exactly one of `webhook`, `otlp` and `file`. Read as the retention rules are. See [Export](../export.md).",
 	APIVersion: exportconfig.ConfigurationAPIVersion, Kind: exportconfig.ConfigurationKind,
 	Package: "github.com/kubevents/kubevents/export/exportconfig", Type: "Configuration",
+}, {
+	Title: eventmetrics.ConfigurationKind,
+	Intro: "The file of `--event-metrics-config`: the labels, kept values and maximum number of label sets of `eventsd_event_occurrences_total`. " +
+		"Read as the retention rules are. See [Alerting on events](../alerting-on-events.md).",
+	APIVersion: eventmetrics.ConfigurationAPIVersion, Kind: eventmetrics.ConfigurationKind,
+	Package: "github.com/kubevents/kubevents/eventmetrics", Type: "Configuration",
 }, {
 	Title: "EventRateLimit",
 	Intro: "The file of `--admission-control-config-file` is kube-apiserver's `AdmissionConfiguration` (`apiserver.config.k8s.io/v1`): " +

@@ -10,9 +10,7 @@
 package actionlintbin
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"github.com/kubevents/kubevents/internal/buildcache"
@@ -38,21 +36,5 @@ func Binary() (string, error) {
 	if p := os.Getenv(Env); p != "" {
 		return p, nil
 	}
-	src, err := buildcache.ModuleDir(moduleDir)
-	if err != nil {
-		return "", fmt.Errorf("actionlint: %w", err)
-	}
-	key, err := buildcache.ModuleKey(src, []string{"go.mod", "go.sum"}, "-trimpath")
-	if err != nil {
-		return "", fmt.Errorf("actionlint: %w", err)
-	}
-	return buildcache.Get(buildcache.Root(), buildPrefix, key, "actionlint", func(out string) error {
-		cmd := exec.Command(buildcache.GoTool(), "build", "-trimpath", "-o", out, mainPackage)
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("building actionlint from %s: %w\n%s", filepath.ToSlash(moduleDir), err, b)
-		}
-		return nil
-	})
+	return buildcache.ModuleTool(moduleDir, mainPackage, buildPrefix, "actionlint")
 }

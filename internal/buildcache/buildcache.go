@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -162,4 +163,32 @@ func removeOthers(root, prefix, keep string) {
 			_ = os.RemoveAll(filepath.Join(root, e.Name()))
 		}
 	}
+}
+
+// ModuleTool returns the command mainPackage built unchanged with
+// `go build -trimpath` and buildFlags (CGO_ENABLED=0) in the repository's
+// module directory moduleDir (such as tools/actionlint, which pins it as
+// a tool dependency), cached under Root as name in directories starting
+// with prefix and keyed on the module's go.mod and go.sum, the flags and
+// the toolchain.
+func ModuleTool(moduleDir, mainPackage, prefix, name string, buildFlags ...string) (string, error) {
+	src, err := ModuleDir(moduleDir)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	flags := append([]string{"-trimpath"}, buildFlags...)
+	key, err := ModuleKey(src, []string{"go.mod", "go.sum"}, strings.Join(flags, " "))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return Get(Root(), prefix, key, name, func(out string) error {
+		args := append(append([]string{"build"}, flags...), "-o", out, mainPackage)
+		cmd := exec.Command(GoTool(), args...)
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building %s from %s: %w\n%s", name, filepath.ToSlash(moduleDir), err, b)
+		}
+		return nil
+	})
 }

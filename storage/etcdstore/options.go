@@ -158,6 +158,9 @@ type Options struct {
 	// the count of early expirations by rule; "default" for all when nil.
 	RuleOf func(ev *corev1.Event) string
 
+	// Written, when set, is told of each create and update this store
+	// makes (storage.WriteObserver).
+	Written storage.WriteObserver
 	// Clock drives compaction, watch progress bookmarks and lease reuse
 	// decisions. Lease expiry itself runs on etcd's wall clock.
 	Clock clock.WithTicker

@@ -387,7 +387,11 @@ func (s *Store) Create(ctx context.Context, ev *corev1.Event, opts storage.Write
 		s.observe(resp.Revision)
 		return nil, fmt.Errorf("event %s/%s: %w", ev.Namespace, ev.Name, storage.ErrExists)
 	}
-	return s.written(ev, resp.Revision), nil
+	out := s.written(ev, resp.Revision)
+	if s.opts.Written != nil {
+		s.opts.Written(nil, out)
+	}
+	return out, nil
 }
 
 // checkPreconditions checks pre against the stored kv of namespace/name.
@@ -454,11 +458,29 @@ func (s *Store) Update(ctx context.Context, ev *corev1.Event, opts storage.Write
 			return nil, fmt.Errorf("etcdstore: update %s/%s: %w", ev.Namespace, ev.Name, mapErr(err))
 		}
 		if resp.Succeeded {
-			return s.written(ev, resp.Revision), nil
+			out := s.written(ev, resp.Revision)
+			s.reportUpdate(kv, out)
+			return out, nil
 		}
 		s.observe(resp.Revision)
 		kv = resp.KV // changed meanwhile: check again against its state
 	}
+}
+
+// reportUpdate tells Options.Written of an update that replaced prev (nil
+// when it created the event). A previous value that cannot be decoded
+// (which the shared watch counts) is reported as none.
+func (s *Store) reportUpdate(prev *mvccpb.KeyValue, cur *corev1.Event) {
+	if s.opts.Written == nil {
+		return
+	}
+	var before *corev1.Event
+	if prev != nil {
+		if ev, err := s.codec.decode(string(prev.Key), prev.Value, prev.ModRevision); err == nil {
+			before = ev
+		}
+	}
+	s.opts.Written(before, cur)
 }
 
 // Delete implements storage.Interface: read the current state, check the

@@ -46,6 +46,7 @@ type op struct {
 	records         []storage.RecordWrite
 
 	result *corev1.Event
+	prev   *corev1.Event // the state a create or update replaced, for Options.Written
 	err    error
 	done   chan struct{}
 }
@@ -112,7 +113,15 @@ func (s *Store) Create(ctx context.Context, ev *corev1.Event, opts storage.Write
 	if err := s.submit(ctx, o); err != nil {
 		return nil, err
 	}
+	s.reportWrite(o)
 	return o.result, nil
+}
+
+// reportWrite tells Options.Written of o's durable create or update.
+func (s *Store) reportWrite(o *op) {
+	if s.opts.Written != nil {
+		s.opts.Written(o.prev, o.result)
+	}
 }
 
 // Update implements storage.Interface.
@@ -124,6 +133,7 @@ func (s *Store) Update(ctx context.Context, ev *corev1.Event, opts storage.Write
 	if err := s.submit(ctx, o); err != nil {
 		return nil, err
 	}
+	s.reportWrite(o)
 	return o.result, nil
 }
 
@@ -504,7 +514,7 @@ func (s *Store) put(g *group, o *op, key []byte, cur *objState) error {
 	}
 	s.rev = rev
 	o.ev.ResourceVersion = strconv.FormatInt(rev, 10)
-	o.result = o.ev
+	o.result, o.prev = o.ev, prev
 	ref := logRefNo
 	if typ == watch.Added {
 		ref = logRefYes

@@ -122,6 +122,9 @@ type Options struct {
 	// RuleOf names the retention rule that gave an event its TTL, for
 	// the count of early expirations by rule; "default" for all when nil.
 	RuleOf func(ev *corev1.Event) string
+	// Written, when set, is told of each create and update this store
+	// makes (storage.WriteObserver).
+	Written storage.WriteObserver
 	// Registerer, when set, receives the storage budget's metrics
 	// (storage/budget) when MaxBytes is set.
 	Registerer prometheus.Registerer

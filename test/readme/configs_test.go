@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kubevents/kubevents/admission/eventratelimit"
+	"github.com/kubevents/kubevents/eventmetrics"
 	"github.com/kubevents/kubevents/export/exportconfig"
 	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/retention"
@@ -35,6 +36,9 @@ func TestConfigExamplesDecode(t *testing.T) {
 		case strings.Contains(b.text, "kind: "+exportconfig.ConfigurationKind):
 			seen[exportconfig.ConfigurationKind]++
 			_, err = exportconfig.Decode([]byte(b.text))
+		case strings.Contains(b.text, "kind: "+eventmetrics.ConfigurationKind):
+			seen[eventmetrics.ConfigurationKind]++
+			_, err = eventmetrics.Decode([]byte(b.text))
 		case strings.Contains(b.text, "kind: "+fold.ConfigurationKind):
 			seen[fold.ConfigurationKind]++
 			_, err = fold.Decode([]byte(b.text))
@@ -51,7 +55,7 @@ func TestConfigExamplesDecode(t *testing.T) {
 			t.Errorf("%s: example does not decode: %v\n%s", b.file, err, b.text)
 		}
 	}
-	for _, kind := range []string{exportconfig.ConfigurationKind, retention.ConfigurationKind, fold.ConfigurationKind, admissionKind} {
+	for _, kind := range []string{exportconfig.ConfigurationKind, retention.ConfigurationKind, fold.ConfigurationKind, eventmetrics.ConfigurationKind, admissionKind} {
 		if seen[kind] == 0 {
 			t.Errorf("README.md and docs/ have no %s example", kind)
 		}

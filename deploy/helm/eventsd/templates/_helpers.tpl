@@ -164,6 +164,11 @@ spec:
         {{- if .Values.export.sinks }}
         - --export-config=/etc/eventsd/export.yaml
         {{- end }}
+        {{- if not .Values.eventMetrics.enabled }}
+        - --event-metrics=false
+        {{- else if .Values.eventMetrics.config }}
+        - --event-metrics-config=/etc/eventsd/event-metrics.yaml
+        {{- end }}
         {{- if .Values.aggregation.enabled }}
         - --authentication-kubeconfig=in-cluster
         - --authorization-mode=Webhook
@@ -300,3 +305,93 @@ spec:
     {{- toYaml . | nindent 4 }}
     {{- end }}
 {{- end -}}
+
+{{/*
+The alerting rules on eventsd_event_occurrences_total (the
+PrometheusRule's spec; deploy/prometheus/eventsd-rules.yaml is it
+rendered with the defaults).
+*/}}
+{{- define "eventsd.prometheusRuleGroups" -}}
+{{- $v := .Values.prometheusRule }}
+{{- $c := dict "m" .m "w" $v.window -}}
+groups:
+  - name: eventsd-events
+    rules:
+      - alert: EventsCrashLooping
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="BackOff"`) $c) }}) > {{ $v.backOffThreshold }}
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: container restarts backing off'`}}
+          description: {{ printf "'More than %v BackOff events (a container restarting, or an image pull, backing off) in %s: {{ $value }}.'" $v.backOffThreshold $v.window }}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsOOMKilling
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="OOMKilling"`) $c) }}) > 0
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: a process was OOM-killed'`}}
+          description: {{ printf "'{{ $value }} OOMKilling events in %s.'" $v.window }}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsFailedSchedulingPersists
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="FailedScheduling"`) $c) }}) > 0
+        for: {{ $v.failedSchedulingFor }}
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: cannot be scheduled'`}}
+          description: {{ printf "'FailedScheduling events for %s.'" $v.failedSchedulingFor }}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsImagePullFailing
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason=~"ErrImagePull|ImagePullBackOff|Failed"`) $c) }}) > 0
+        for: 5m
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: image pulls (or containers) failing'`}}
+          description: {{`'ErrImagePull, ImagePullBackOff or Failed events for 5 minutes.'`}}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsNodeNotReady
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="NodeNotReady"`) $c) }}) > 0
+        labels:
+          severity: critical
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.name }}: NodeNotReady'`}}
+          description: {{ printf "'{{ $value }} NodeNotReady events in %s.'" $v.window }}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsFailedMount
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason=~"FailedMount|FailedAttachVolume"`) $c) }}) > 0
+        for: 5m
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: volumes fail to mount'`}}
+          description: {{`'FailedMount or FailedAttachVolume events for 5 minutes.'`}}
+          timeline: {{ .timeline | squote }}
+      - alert: EventsEvicted
+        expr: {{ .by }} ({{ include "eventsd.occurrencesIn" (merge (dict "sel" `reason="Evicted"`) $c) }}) > 0
+        labels:
+          severity: warning
+          {{- with $v.additionalLabels }}{{ toYaml . | nindent 10 }}{{ end }}
+        annotations:
+          summary: {{`'{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }}: evicted'`}}
+          description: {{ printf "'{{ $value }} Evicted events in %s.'" $v.window }}
+          timeline: {{ .timeline | squote }}
+{{- end }}
+
+{{/*
+The occurrences of the series of .m{.sel} in the last .w (a window such
+as 10m): their increase for the series that existed a window ago, and
+their whole value for the series that appeared since (increase() does not see a
+series' first value, so a label set's first occurrence would otherwise
+go unseen).
+*/}}
+{{- define "eventsd.occurrencesIn" -}}
+(increase({{ .m }}{ {{- .sel -}} }[{{ .w }}]) and {{ .m }}{ {{- .sel -}} } offset {{ .w }}) or ({{ .m }}{ {{- .sel -}} } unless {{ .m }}{ {{- .sel -}} } offset {{ .w }})
+{{- end }}

@@ -1,0 +1,369 @@
+package eventmetrics_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/eventmetrics"
+	"github.com/kubevents/kubevents/events"
+	"github.com/kubevents/kubevents/fold"
+	"github.com/kubevents/kubevents/mirror"
+	"github.com/kubevents/kubevents/record"
+	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/server/servertest"
+	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/etcdstore"
+	"github.com/kubevents/kubevents/storage/etcdstore/etcdtest"
+	"github.com/kubevents/kubevents/storage/pebblestore"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	clientevents "k8s.io/client-go/tools/events"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+}
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// occurrences returns the counter's value per namespace (the overflow
+// series under its marker) and their sum.
+func occurrences(t *testing.T, c *eventmetrics.Counter) (map[string]float64, float64) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	by, sum := map[string]float64{}, 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != eventmetrics.OccurrencesName {
+			continue
+		}
+		for _, m := range mf.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == eventmetrics.LabelNamespace {
+					by[l.GetValue()] += m.Counter.GetValue()
+				}
+			}
+			sum += m.Counter.GetValue()
+		}
+	}
+	return by, sum
+}
+
+// stored returns the occurrences the events of ns hold.
+func stored(t *testing.T, st storage.Interface, ns string) float64 {
+	t.Helper()
+	l, err := st.List(context.Background(), storage.ListOptions{Selector: storage.Selector{Namespace: ns}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0.0
+	for _, ev := range l.Items {
+		n += float64(eventapi.Occurrences(ev))
+	}
+	return n
+}
+
+// checkNamespace: the counter of ns is want, and so are the occurrences
+// its stored events hold, but for deleted ones.
+func checkNamespace(t *testing.T, c *eventmetrics.Counter, st storage.Interface, ns string, want, deleted float64) {
+	t.Helper()
+	by, _ := occurrences(t, c)
+	if by[ns] != want {
+		t.Errorf("%s: counter %v, want %v", ns, by[ns], want)
+	}
+	if got := stored(t, st, ns); got != want-deleted {
+		t.Errorf("%s: stored events hold %v occurrences, want %v", ns, got, want-deleted)
+	}
+}
+
+type backend struct {
+	name string
+	// open opens a store (a replica, on etcd) reporting to written.
+	open func(t *testing.T, written storage.WriteObserver) storage.Interface
+}
+
+func backends(t *testing.T) []backend {
+	return []backend{{
+		name: "pebble",
+		open: func(t *testing.T, written storage.WriteObserver) storage.Interface {
+			st, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir(), Logger: quiet, NoSync: true, Written: written})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		},
+	}, {
+		name: "etcd",
+		open: func() func(t *testing.T, written storage.WriteObserver) storage.Interface {
+			var endpoint string
+			return func(t *testing.T, written storage.WriteObserver) storage.Interface {
+				if endpoint == "" {
+					var e *embed.Etcd
+					e, endpoint = etcdtest.Start(t, t.TempDir())
+					t.Cleanup(e.Close) // after the stores close (cleanups run last first)
+				}
+				st, err := etcdstore.Open(etcdstore.Options{Endpoints: []string{endpoint}, DialTimeout: etcdtest.StartTimeout,
+					CompactionInterval: -1, Logger: quiet, Written: written})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+		}(),
+	}}
+}
+
+func pod(ns string) *corev1.Pod {
+	return &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0", UID: types.UID("uid-" + ns)}}
+}
+
+// TestOccurrencesExact: the counter grows by exactly the occurrences
+// written through kubectl, both recorders, folding and the mirror, on
+// both backends, and equals what the stored events hold; deletions
+// change nothing; on etcd each replica counts its own writes.
+func TestOccurrencesExact(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			counter, err := eventmetrics.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := b.open(t, counter.Observe)
+			foldCfg := &fold.Configuration{Rules: []fold.Rule{{Window: "1h"}}}
+			foldCfg.Rules[0].Namespaces = []string{"folded"}
+			url, cs := servertest.Serve(t, server.Config{Store: st, Logger: quiet, Fold: foldCfg})
+
+			t.Run("kubectl", func(t *testing.T) {
+				kubectlCreatePatchDelete(t, url, cs)
+				checkNamespace(t, counter, st, "kubectl", 6, 1)
+			})
+			t.Run("record", func(t *testing.T) {
+				br := record.NewBroadcaster(record.WithMetrics(prometheus.NewRegistry()))
+				br.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+				rec := br.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: "node-1"})
+				for range 7 {
+					rec.Event(pod("record"), corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container")
+				}
+				rec.Event(pod("record"), corev1.EventTypeWarning, "Unhealthy", "Liveness probe failed")
+				br.Shutdown()
+				checkNamespace(t, counter, st, "record", 8, 0)
+			})
+			t.Run("events", func(t *testing.T) {
+				br := events.NewBroadcaster(&clientevents.EventSinkImpl{Interface: cs.EventsV1()}, events.WithMetrics(prometheus.NewRegistry()),
+					events.WithHostname("sched-1"))
+				if err := br.StartRecordingToSinkWithContext(ctx); err != nil {
+					t.Fatal(err)
+				}
+				rec := br.NewRecorder(scheme.Scheme, "default-scheduler")
+				for range 6 {
+					rec.Eventf(pod("events"), nil, corev1.EventTypeWarning, "FailedScheduling", "Scheduling", "0/3 nodes are available")
+				}
+				br.Shutdown()
+				checkNamespace(t, counter, st, "events", 6, 0)
+			})
+			t.Run("fold", func(t *testing.T) {
+				for i, n := range []int32{1, 1, 3, 1} {
+					ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "folded", Name: fmt.Sprintf("oom.%d", i)},
+						InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "folded", Name: "batch-1", UID: "pod-uid"},
+						Type:           corev1.EventTypeWarning, Reason: "OOMKilling", Message: "Memory cgroup out of memory", Count: n,
+						Source: corev1.EventSource{Component: "kernel-monitor", Host: "node-1"}}
+					if _, err := cs.CoreV1().Events("folded").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				l, err := cs.CoreV1().Events("folded").List(ctx, metav1.ListOptions{})
+				if err != nil || len(l.Items) != 1 {
+					t.Fatalf("folded events: %d, %v; want 1", len(l.Items), err)
+				}
+				checkNamespace(t, counter, st, "folded", 6, 0)
+			})
+			t.Run("mirror", func(t *testing.T) {
+				src := mirror.NewFakeSource()
+				m, err := mirror.New(mirror.Options{Source: src, Store: st.(mirror.Store), Registerer: prometheus.NewRegistry(), Logger: quiet,
+					AllowExistingEvents: true, Workers: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				mctx, cancel := context.WithCancel(ctx)
+				done := make(chan error, 1)
+				go func() { done <- m.Run(mctx) }()
+				defer func() {
+					cancel()
+					if err := <-done; err != nil {
+						t.Error(err)
+					}
+				}()
+				ev := src.Create(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "mirrored", Name: "n.1"},
+					InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "node-2"}, Type: corev1.EventTypeNormal, Reason: "NodeNotReady",
+					Count: 2, Source: corev1.EventSource{Component: "node-controller"}})
+				waitFor(t, "the mirror's create", func() bool { return stored(t, st, "mirrored") == 2 })
+				ev = ev.DeepCopy()
+				ev.Count = 5
+				src.Update(ev)
+				waitFor(t, "the mirror's update", func() bool { return stored(t, st, "mirrored") == 5 })
+				checkNamespace(t, counter, st, "mirrored", 5, 0)
+			})
+			// Every occurrence above, nothing else: no overflow, no
+			// other namespace.
+			by, sum := occurrences(t, counter)
+			if sum != 6+8+6+6+5 || by[eventmetrics.OverflowValue] != 0 {
+				t.Errorf("counter %v (sum %v), want 31 over the namespaces above", by, sum)
+			}
+
+			if b.name != "etcd" {
+				return
+			}
+			// A second replica on the same etcd: it counts the writes
+			// it makes, the first replica does not see them.
+			counter2, err := eventmetrics.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st2 := b.open(t, counter2.Observe)
+			_, cs2 := servertest.Serve(t, server.Config{Store: st2, Logger: quiet})
+			if _, err := cs2.CoreV1().Events("replica").Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "replica", Name: "r.1"},
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "replica", Name: "p"}, Reason: "Pulled", Count: 4}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			by1, _ := occurrences(t, counter)
+			by2, sum2 := occurrences(t, counter2)
+			if by1["replica"] != 0 || by2["replica"] != 4 || sum2 != 4 {
+				t.Errorf("replica 1 counts %v, replica 2 %v: want 0 and 4 (each its own writes)", by1["replica"], by2["replica"])
+			}
+		})
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20s: %s", what)
+		}
+	}
+}
+
+// kubectlCreatePatchDelete creates an event of count 3 with kubectl,
+// patches its count to 5 and deletes another one it created.
+func kubectlCreatePatchDelete(t *testing.T, url string, cs kubernetes.Interface) {
+	t.Helper()
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Skip("kubectl is not on PATH")
+	}
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("kubeconfig", fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q}}]
+users: [{name: u, user: {}}]
+contexts: [{name: c, context: {cluster: c, user: u, namespace: kubectl}}]
+current-context: c
+`, url))
+	ev := write("ev.yaml", `apiVersion: v1
+kind: Event
+metadata: {name: web.1, namespace: kubectl}
+involvedObject: {kind: Pod, name: web, namespace: kubectl}
+type: Warning
+reason: BackOff
+message: Back-off restarting failed container
+count: 3
+source: {component: kubelet}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: web.2, namespace: kubectl}
+involvedObject: {kind: Pod, name: web, namespace: kubectl}
+type: Normal
+reason: Pulled
+message: image pulled
+count: 0
+`)
+	run := func(args ...string) {
+		out, err := exec.Command("kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("create", "-f", ev)                                                 // 3 + 1
+	run("patch", "event", "web.1", "--type=merge", "-p", `{"count":5}`)     // +2
+	run("patch", "event", "web.1", "--type=merge", "-p", `{"message":"x"}`) // +0
+	run("delete", "event", "web.2")                                         // nothing
+}
+
+// TestRestart: after a restart the counter starts from 0 (a counter reset
+// to Prometheus) and counts only the occurrences written since: nothing
+// stored before is counted again, and an update counts its increase over
+// the state stored before the restart.
+func TestRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	open := func() (*eventmetrics.Counter, storage.Interface) {
+		c, err := eventmetrics.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := pebblestore.Open(pebblestore.Options{Dir: dir, Logger: quiet, Written: c.Observe})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, st
+	}
+	c1, st := open()
+	ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "e"}, Reason: "BackOff", Count: 3,
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "a", Name: "p"}}
+	created, err := st.Create(ctx, ev.DeepCopy(), storage.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, sum := occurrences(t, c1); sum != 3 {
+		t.Fatalf("before the restart: %v, want 3", sum)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2, st := open()
+	defer st.Close()
+	if _, sum := occurrences(t, c2); sum != 0 {
+		t.Fatalf("after the restart, before any write: %v, want 0", sum)
+	}
+	up := created.DeepCopy()
+	up.Count = 4
+	up.ResourceVersion = ""
+	if _, err := st.Update(ctx, up, storage.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if by, sum := occurrences(t, c2); sum != 1 || by["a"] != 1 {
+		t.Fatalf("after the restart and an update 3 -> 4: %v, want 1", by)
+	}
+}
