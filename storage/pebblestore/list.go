@@ -208,11 +208,20 @@ func unionKeys(ctx context.Context, v *view, kept *atomic.Int64, p index.Plan, n
 	// page's start are the tail of those its first page read and kept. A
 	// later page without them (too many to keep, or pushed out) reads
 	// from its start.
-	all, ok := v.unions.find(func(key string) bool { return isUnionCacheKey(key, p, ns) })
+	all, wide, ok := v.unions.find(func(key string) bool { return isUnionCacheKey(key, p, ns) })
+	if wide {
+		// An earlier page found the range too wide at this view: the
+		// later pages scan at once rather than read the range again
+		// (a summary's thousand pages would each read 65,536 entries).
+		return nil, errRangeTooWide
+	}
 	if !ok {
 		var err error
 		if p.Range != nil {
 			all, err = readRange(ctx, v, *p.Range, ns, after, rangeCap)
+			if errors.Is(err, errRangeTooWide) {
+				v.unions.putWide(unionCacheKey(p, ns), kept)
+			}
 		} else {
 			all, err = readUnion(ctx, v, p.Lookups, ns, after)
 		}
@@ -255,22 +264,39 @@ type unionCache struct {
 type unionEntry struct {
 	key  string
 	keys []string
+	// wide marks a time range found too wide for the index at this view
+	// (keys is nil): its later pages scan.
+	wide bool
 }
 
 func (c *unionCache) get(key string) ([]string, bool) {
-	return c.find(func(k string) bool { return k == key })
+	keys, _, ok := c.find(func(k string) bool { return k == key })
+	return keys, ok
 }
 
-// find returns the candidates kept under the first key that is accepts.
-func (c *unionCache) find(is func(key string) bool) ([]string, bool) {
+// find returns the candidates kept under the first key that is accepts,
+// or whether that key's range was found too wide.
+func (c *unionCache) find(is func(key string) bool) (keys []string, wide, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range c.entries {
 		if is(e.key) {
-			return e.keys, true
+			return e.keys, e.wide, true
 		}
 	}
-	return nil, false
+	return nil, false, false
+}
+
+// putWide marks key's range too wide for the index at this view.
+func (c *unionCache) putWide(key string, kept *atomic.Int64) {
+	c.put(key, nil, kept)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.entries {
+		if c.entries[i].key == key {
+			c.entries[i].wide = true
+		}
+	}
 }
 
 // put keeps keys under key, unless every view's caches hold too many
@@ -288,7 +314,7 @@ func (c *unionCache) put(key string, keys []string, kept *atomic.Int64) {
 		kept.Add(-int64(len(c.entries[0].keys)))
 		c.entries = c.entries[1:]
 	}
-	c.entries = append(c.entries, unionEntry{key, keys})
+	c.entries = append(c.entries, unionEntry{key: key, keys: keys})
 }
 
 // drop forgets the cache's candidates, when its view is closed.

@@ -263,6 +263,25 @@ func TestTimeRangeTooWide(t *testing.T) {
 	if !errors.Is(err, errRangeTooWide) {
 		t.Fatalf("reading 201 candidates with a cap of 50: %v, want errRangeTooWide", err)
 	}
+	// A paged list's first page marks the range too wide on its view, so
+	// that its later pages scan at once instead of reading the range again.
+	first, err := s.List(ctx, storage.ListOptions{Selector: sel, Limit: 7})
+	if err != nil || first.Continue == "" {
+		t.Fatalf("first page: %v, continue %q", err, first.Continue)
+	}
+	tok, err := decodeContinue(first.Continue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := s.acquireAt(tok.Rev)
+	if err != nil || pv == nil {
+		t.Fatalf("the first page's view: %v", err)
+	}
+	_, wide, _ := pv.unions.find(func(key string) bool { return isUnionCacheKey(key, p, "") })
+	s.release(pv)
+	if !wide {
+		t.Fatal("the first page of a range too wide left its view without the mark: every later page reads the range again")
+	}
 	for _, sel := range []storage.Selector{sel, {Since: now.Add(-40 * time.Minute)}, {Namespace: "ns1", Until: now.Add(-100 * time.Minute)}} {
 		for _, limit := range []int64{0, 7} {
 			var got []string
