@@ -61,7 +61,7 @@ var blocksRunElsewhere = map[string]map[string]string{
 		"claude mcp add": "it registers evctl with Claude Code, an assistant this machine does not have; evctl's TestMCPStdio starts evctl mcp as a client does and drives it with the protocol's Go client",
 	},
 	"docs/which-events-are-loudest.md": {
-		"go run ./cmd/eventsd --demo": "TestTranscripts runs every transcript against eventsd --demo, built once",
+		"go run ./cmd/eventsd --demo":                    "TestTranscripts runs every transcript against eventsd --demo, built once",
 		"get --raw '/apis/events.kubevents.io/v1/facets": "the parameters kubectl cannot send; server/facets_test.go asks them of eventsd, and the page's kubectl get facets transcript is checked against the demo",
 	},
 	"docs/robustness.md": {
