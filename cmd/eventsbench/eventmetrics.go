@@ -111,13 +111,7 @@ func newMetricsCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Command = shellJoin(append([]string{"eventsbench"}, os.Args[1:]...))
 			rep, err := runMetricsBench(cmd.Context(), cfg)
-			if rep != nil {
-				printMetricsReport(cmd.OutOrStdout(), rep)
-				if cfg.Out != "" {
-					err = errors.Join(err, writeReport(cfg.Out, rep))
-				}
-			}
-			return err
+			return finishReport(cmd.OutOrStdout(), cfg.Out, rep, printMetricsReport, err)
 		},
 	}
 	f := cmd.Flags()
@@ -145,9 +139,7 @@ func (c metricsBenchConfig) validate() error {
 }
 
 func (c *metricsBenchConfig) logf(format string, args ...any) {
-	if c.Log != nil {
-		fmt.Fprintf(c.Log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
-	}
+	logLine(c.Log, format, args...)
 }
 
 func runMetricsBench(ctx context.Context, cfg metricsBenchConfig) (rep *metricsReport, err error) {

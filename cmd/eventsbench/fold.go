@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -89,13 +88,7 @@ eventsd_storage_bytes, eventsd's CPU per create, wall time.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Command = shellJoin(append([]string{"eventsbench"}, os.Args[1:]...))
 			rep, err := runFoldBench(cmd.Context(), cfg)
-			if rep != nil {
-				printFoldReport(cmd.OutOrStdout(), rep)
-				if cfg.Out != "" {
-					err = errors.Join(err, writeReport(cfg.Out, rep))
-				}
-			}
-			return err
+			return finishReport(cmd.OutOrStdout(), cfg.Out, rep, printFoldReport, err)
 		},
 	}
 	f := cmd.Flags()
