@@ -462,7 +462,7 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 			if !ok {
 				continue
 			}
-			ev, err = s.getDecoded(v.snap, evNS, evName, sfx)
+			ev, err = getObjectVia(s.decoded, v.snap, evNS, evName)
 			if errors.Is(err, storage.ErrNotFound) {
 				s.log.Error("index entry without object", "key", string(it.Key()))
 				continue

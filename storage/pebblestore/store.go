@@ -456,22 +456,14 @@ func (s *Store) Get(ctx context.Context, namespace, name string) (*corev1.Event,
 }
 
 func getObject(snap *pebble.Snapshot, namespace, name string) (*corev1.Event, error) {
-	val, closer, err := snap.Get(objectKey(namespace, name))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, fmt.Errorf("event %s/%s: %w", namespace, name, storage.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("pebblestore: get %s/%s: %w", namespace, name, err)
-	}
-	defer closer.Close()
-	ev, _, err := decodeObject(val)
-	return ev, err
+	return getObjectVia(nil, snap, namespace, name)
 }
 
-// getDecoded is getObject through the decoded-event cache; sfx is the
-// key's "<namespace>/<name>".
-func (s *Store) getDecoded(snap *pebble.Snapshot, namespace, name string, sfx []byte) (*corev1.Event, error) {
-	val, closer, err := snap.Get(objectKey(namespace, name))
+// getObjectVia reads the object namespace/name from snap, decoded through
+// c (nil: decoded afresh, as a Get whose caller may change the event).
+func getObjectVia(c *decodedCache, snap *pebble.Snapshot, namespace, name string) (*corev1.Event, error) {
+	key := objectKey(namespace, name)
+	val, closer, err := snap.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, fmt.Errorf("event %s/%s: %w", namespace, name, storage.ErrNotFound)
 	}
@@ -479,7 +471,7 @@ func (s *Store) getDecoded(snap *pebble.Snapshot, namespace, name string, sfx []
 		return nil, fmt.Errorf("pebblestore: get %s/%s: %w", namespace, name, err)
 	}
 	defer closer.Close()
-	return s.decoded.decodeCached(sfx, val)
+	return c.decodeCached(key[1:], val)
 }
 
 // Close implements storage.Interface: it stops accepting writes, commits
