@@ -113,8 +113,12 @@ type HealthReporter interface {
 // Selector selects events: all of them, those of one namespace, and those
 // matching field and label selectors.
 type Selector struct {
-	// Namespace restricts to one namespace; empty means all.
+	// Namespace restricts to one namespace (a storage namespace: see
+	// ClusterNamespace); empty means all, within Clusters.
 	Namespace string
+	// Clusters restricts to the events of some clusters of a fleet (see
+	// ClusterNamespace); the zero value selects every cluster's.
+	Clusters Clusters
 	// Fields is the field selector in internal field names.
 	Fields eventapi.FieldSelector
 	// Labels is the label selector; nil matches everything.
@@ -164,9 +168,10 @@ type ObjectSet interface {
 }
 
 // SelectsAll reports whether s has no field or label selector: it selects
-// every event (of its namespace, when it names one).
+// every event (of its namespace, when it names one; a selection of some
+// clusters without a namespace does not).
 func (s Selector) SelectsAll() bool {
-	return len(s.Fields) == 0 && (s.Labels == nil || s.Labels.Empty()) && s.Objects == nil && s.Predicate == nil && s.Since.IsZero() && s.Until.IsZero()
+	return (s.Clusters.IsAny() || s.Namespace != "") && len(s.Fields) == 0 && (s.Labels == nil || s.Labels.Empty()) && s.Objects == nil && s.Predicate == nil && s.Since.IsZero() && s.Until.IsZero()
 }
 
 // InRange reports whether ev was last observed within s's time range.
@@ -181,6 +186,9 @@ func (s Selector) InRange(ev *corev1.Event) bool {
 // Matches reports whether ev is selected.
 func (s Selector) Matches(ev *corev1.Event) bool {
 	if s.Namespace != "" && ev.Namespace != s.Namespace {
+		return false
+	}
+	if !s.Clusters.Contains(ev.Namespace) {
 		return false
 	}
 	if !s.Fields.Matches(ev) {
