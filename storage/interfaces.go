@@ -429,7 +429,7 @@ type RecordStore interface {
 	// with a nil Value deletes its key (deleting a missing key is not an
 	// error). Once it returns nil, a restart, even after kill -9, reads
 	// them back. It fails with ErrUnavailable (or ErrUnreachable) as event
-	// writes do. A space is 1 to 63 bytes of [a-z0-9-]; a key is 1 to 253
+	// writes do. A space is 1 to 127 bytes of [a-z0-9.-]; a key is 1 to 253
 	// bytes without '/', written at most once per call
 	// (CheckRecordWrites): otherwise it fails with an error wrapping
 	// ErrInvalidRecord and writes nothing. On etcd, all or none holds per

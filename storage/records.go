@@ -8,10 +8,11 @@ import (
 
 // Bounds of RecordStore names.
 const (
-	// MaxRecordSpace is the longest record space name: a DNS label's
-	// length, as the names of the spaces are constants of eventsd's
-	// packages.
-	MaxRecordSpace = 63
+	// MaxRecordSpace is the longest record space name: a cluster's name
+	// (a DNS label), a '.', and a space of one of eventsd's packages (a
+	// constant, itself at most a DNS label), as a cluster of a fleet keeps
+	// its own spaces (package clusterview).
+	MaxRecordSpace = 127
 	// MaxRecordKey is the longest record key: a DNS subdomain's length,
 	// enough for an object's UID or a namespace/name kept as one key
 	// (with another separator than '/').
@@ -23,14 +24,14 @@ const (
 var ErrInvalidRecord = errors.New("invalid record name")
 
 // CheckRecordSpace returns an error wrapping ErrInvalidRecord unless space
-// is a valid RecordStore space: 1 to MaxRecordSpace bytes of [a-z0-9-].
+// is a valid RecordStore space: 1 to MaxRecordSpace bytes of [a-z0-9.-].
 func CheckRecordSpace(space string) error {
 	if space == "" || len(space) > MaxRecordSpace {
 		return fmt.Errorf("record space %q: it must have 1 to %d bytes: %w", space, MaxRecordSpace, ErrInvalidRecord)
 	}
 	for i := 0; i < len(space); i++ {
-		if c := space[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return fmt.Errorf("record space %q: byte %d (%q) is not one of [a-z0-9-]: %w", space, i, c, ErrInvalidRecord)
+		if c := space[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return fmt.Errorf("record space %q: byte %d (%q) is not one of [a-z0-9.-]: %w", space, i, c, ErrInvalidRecord)
 		}
 	}
 	return nil

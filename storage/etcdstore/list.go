@@ -66,8 +66,10 @@ func decodeContinue(s string) (continueToken, error) {
 }
 
 // scope returns the key prefix a selector's events live under: the
-// namespace's when it names one (directly or as metadata.namespace=), and
-// false when the two disagree (nothing can match).
+// namespace's when it names one (directly or as metadata.namespace=), or
+// its clusters' (storage.Selector.Clusters), and false when the two
+// disagree (nothing can match). The root cluster's keys are not a prefix
+// but those before every named cluster's: scan stops at stopKey.
 func (s *Store) scope(sel storage.Selector) (string, bool) {
 	ns := sel.Namespace
 	if fns, ok := sel.Fields.Equal(eventapi.FieldNamespace); ok {
@@ -77,7 +79,8 @@ func (s *Store) scope(sel storage.Selector) (string, bool) {
 		ns = fns
 	}
 	if ns == "" {
-		return s.root, true
+		from, _ := sel.Clusters.KeyRange()
+		return s.root + from, true
 	}
 	if strings.Contains(ns, "/") {
 		return "", false
@@ -164,6 +167,23 @@ func (s *Store) emptyList(ctx context.Context, rev int64) (*storage.ListResult, 
 // current revision, which later batches then keep), returning up to limit
 // matching events and a continue token when more keys follow, with the
 // number of keys that follow when sel selects all of them.
+// stopKey is the key at which a scan of sel's scope stops ("" for none):
+// the first named cluster's, when sel selects the root cluster's events
+// without a namespace.
+func (s *Store) stopKey(sel storage.Selector) string {
+	if sel.Namespace != "" {
+		return ""
+	}
+	if _, ok := sel.Fields.Equal(eventapi.FieldNamespace); ok {
+		return ""
+	}
+	from, to := sel.Clusters.KeyRange()
+	if from != "" || to == "" {
+		return "" // a prefix, or every key
+	}
+	return s.root + to
+}
+
 func (s *Store) scan(ctx context.Context, prefix, start string, rev int64, sel storage.Selector, limit int64) (*storage.ListResult, error) {
 	res := &storage.ListResult{Items: []*corev1.Event{}}
 	batch := limit
@@ -179,8 +199,12 @@ func (s *Store) scan(ctx context.Context, prefix, start string, rev int64, sel s
 		}
 		res.Revision = rev
 		var last string
+		stop := s.stopKey(sel)
 		for i, kv := range resp.Kvs {
 			last = string(kv.Key)
+			if stop != "" && last >= stop {
+				return res, nil // past the root cluster's keys
+			}
 			ev, err := s.decodeKV(kv, kv.ModRevision)
 			if err != nil || !sel.Matches(ev) {
 				continue

@@ -178,14 +178,44 @@ func (s *Store) listView(opts storage.ListOptions) (*view, continueToken, error)
 	return v, tok, nil
 }
 
-// bounds returns the iterator bounds of the keys under prefix, within
-// namespace ns when it is set, and the key to seek to: the first key after
-// prefix+after when after is set and that falls within the bounds.
-func bounds(prefix []byte, ns, after string) (lower, upper, seek []byte) {
-	lower = prefix
+// keyScope is the range [from, to) of "<ns>/<name>" keys a list reads
+// (an empty to: no upper bound): one namespace's, or some clusters' of a
+// fleet (storage.Clusters.KeyRange), or every key.
+type keyScope struct{ from, to string }
+
+// scopeOf returns the keys of namespace ns when it is set, and otherwise
+// those of the clusters c selects.
+func scopeOf(ns string, c storage.Clusters) keyScope {
 	if ns != "" {
-		lower = append(bytes.Clone(prefix), ns...)
-		lower = append(lower, '/')
+		return keyScope{ns + "/", string(prefixEnd([]byte(ns + "/")))}
+	}
+	from, to := c.KeyRange()
+	return keyScope{from, to}
+}
+
+// contains reports whether key ("<ns>/<name>") is in the scope.
+func (k keyScope) contains(key []byte) bool {
+	return string(key) >= k.from && (k.to == "" || string(key) < k.to)
+}
+
+// String identifies the scope in a cache key: no namespace holds 0x00 or
+// 0x01, nor does a bound of a range of them.
+func (k keyScope) String() string {
+	if k.from == "" && k.to == "" {
+		return ""
+	}
+	return k.from + "\x01" + k.to
+}
+
+// bounds returns the iterator bounds of the keys under prefix, within
+// scope k, and the key to seek to: the first key after prefix+after when
+// after is set and that falls within the bounds.
+func bounds(prefix []byte, k keyScope, after string) (lower, upper, seek []byte) {
+	lower = append(bytes.Clone(prefix), k.from...)
+	if k.to == "" {
+		upper = prefixEnd(prefix)
+	} else {
+		upper = append(bytes.Clone(prefix), k.to...)
 	}
 	seek = lower
 	if after != "" {
@@ -193,17 +223,17 @@ func bounds(prefix []byte, ns, after string) (lower, upper, seek []byte) {
 			seek = s
 		}
 	}
-	return lower, prefixEnd(lower), seek
+	return lower, upper, seek
 }
 
 // unionKeys returns the sorted, distinct "<ns>/<name>" suffixes after
-// the given one that the lookups hold, within namespace ns when set: the
+// the given one that the lookups hold, within scope ns: the
 // candidates of an involves query or of a family (two lookups per
 // member's name), O(its matches). One iterator serves every lookup, each a
 // seek forward in key order: a family's hundreds of lookups share its
 // blocks (its members' names are neighbours in the name indexes), where
 // an iterator each loaded every level's index blocks again.
-func unionKeys(ctx context.Context, v *view, kept *atomic.Int64, p index.Plan, ns, after string, rangeCap int) ([]string, error) {
+func unionKeys(ctx context.Context, v *view, kept *atomic.Int64, p index.Plan, ns keyScope, after string, rangeCap int) ([]string, error) {
 	// A list's pages are served at one view: its candidates after a later
 	// page's start are the tail of those its first page read and kept. A
 	// later page without them (too many to keep, or pushed out) reads
@@ -327,11 +357,10 @@ func (c *unionCache) drop() {
 	c.entries = nil
 }
 
-// unionCacheKey identifies a multi-lookup or range plan within a
-// namespace.
-func unionCacheKey(p index.Plan, ns string) string {
+// unionCacheKey identifies a multi-lookup or range plan within a scope.
+func unionCacheKey(p index.Plan, ns keyScope) string {
 	var b strings.Builder
-	b.WriteString(ns)
+	b.WriteString(ns.String())
 	if r := p.Range; r != nil {
 		// Bucket values hold no zero byte (index.Bucket): 0x00 0x01
 		// tells a range from the lookups, whose ID bytes are letters.
@@ -353,11 +382,11 @@ func unionCacheKey(p index.Plan, ns string) string {
 // building it for lookups: each page of a family's list looks its
 // candidates up, and building the key of its hundreds of lookups was a
 // sixth of what the list allocated. (A range's key is short.)
-func isUnionCacheKey(key string, p index.Plan, ns string) bool {
+func isUnionCacheKey(key string, p index.Plan, ns keyScope) bool {
 	if p.Range != nil {
 		return key == unionCacheKey(p, ns)
 	}
-	rest, ok := strings.CutPrefix(key, ns)
+	rest, ok := strings.CutPrefix(key, ns.String())
 	for _, l := range p.Lookups {
 		if !ok || len(rest) < 2+len(l.Value) || rest[0] != 0 || rest[1] != byte(l.ID) {
 			return false
@@ -368,7 +397,7 @@ func isUnionCacheKey(key string, p index.Plan, ns string) bool {
 }
 
 // readUnion reads the candidates of lookups after the given key.
-func readUnion(ctx context.Context, v *view, lookups []index.Lookup, ns, after string) ([]string, error) {
+func readUnion(ctx context.Context, v *view, lookups []index.Lookup, ns keyScope, after string) ([]string, error) {
 	type span struct{ prefix, upper, seek []byte }
 	spans := make([]span, len(lookups))
 	for i, l := range lookups {
@@ -414,13 +443,13 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 	if p.None {
 		return nil, "", false, nil
 	}
-	ns := p.Namespace
+	ns := scopeOf(p.Namespace, sel.Clusters)
 	if p.Name != "" {
 		// A single key: kubectl delete --wait and describe-style lookups.
 		if after != "" {
 			return nil, "", false, nil
 		}
-		ev, err := getObject(v.snap, ns, p.Name)
+		ev, err := getObject(v.snap, p.Namespace, p.Name)
 		if errors.Is(err, storage.ErrNotFound) {
 			return nil, "", false, nil
 		}
@@ -492,7 +521,7 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 // rangeCap allows the list). The
 // candidates are read with one iterator over the objects, seeking forward
 // in key order, rather than a point read each.
-func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p index.Plan, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
+func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p index.Plan, ns keyScope, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
 	keys, err := unionKeys(ctx, v, &s.unionKeysKept, p, ns, after, s.rangeCap(limit))
 	if err != nil || len(keys) == 0 {
 		return nil, "", false, err

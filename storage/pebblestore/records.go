@@ -10,7 +10,7 @@ import (
 
 // prefixRecord keys the records of storage.RecordStore:
 // r <space> 0x00 <key> → the record's value as given. A space is
-// [a-z0-9-], so the 0x00 ends it: no space's keys fall among another's,
+// [a-z0-9.-], so the 0x00 ends it: no space's keys fall among another's,
 // and a space's keys sort by key. They are not objects, change-log
 // entries or index entries, so lists, watches, counts, expiry and the
 // storage budget never meet them.

@@ -1,7 +1,6 @@
 package pebblestore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -172,10 +171,10 @@ func (s *Store) rangeCap(limit int64) int {
 var errRangeTooWide = errors.New("pebblestore: time range too wide for the index")
 
 // readRange reads the candidates of a range lookup after the given key,
-// within namespace ns when set: one iterator over the range's entries,
+// within scope ns: one iterator over the range's entries,
 // which come in value (time) order, then sorted into key order. It fails
 // with errRangeTooWide past limit candidates.
-func readRange(ctx context.Context, v *view, r index.Range, ns, after string, limit int) ([]string, error) {
+func readRange(ctx context.Context, v *view, r index.Range, ns keyScope, after string, limit int) ([]string, error) {
 	lo, hi := r.Bounds()
 	lower, upper := append([]byte{prefixIndex}, lo...), append([]byte{prefixIndex}, hi...)
 	it, err := v.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
@@ -193,7 +192,7 @@ func readRange(ctx context.Context, v *view, r index.Range, ns, after string, li
 		if !ok {
 			return nil, fmt.Errorf("pebblestore: corrupt index entry %q", it.Key())
 		}
-		if ns != "" && (len(key) <= len(ns) || key[len(ns)] != '/' || !bytes.HasPrefix(key, []byte(ns))) {
+		if !ns.contains(key) {
 			continue
 		}
 		if after != "" && string(key) <= after {

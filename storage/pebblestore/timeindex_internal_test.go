@@ -258,7 +258,7 @@ func TestTimeRangeTooWide(t *testing.T) {
 	}
 	sel := storage.Selector{Since: now.Add(-200 * time.Minute)}
 	p := s.planSet().Plan(sel)
-	_, err = readRange(ctx, v, *p.Range, "", "", s.rangeCap(0))
+	_, err = readRange(ctx, v, *p.Range, keyScope{}, "", s.rangeCap(0))
 	s.release(v)
 	if !errors.Is(err, errRangeTooWide) {
 		t.Fatalf("reading 201 candidates with a cap of 50: %v, want errRangeTooWide", err)
@@ -277,7 +277,7 @@ func TestTimeRangeTooWide(t *testing.T) {
 	if err != nil || pv == nil {
 		t.Fatalf("the first page's view: %v", err)
 	}
-	_, wide, _ := pv.unions.find(func(key string) bool { return isUnionCacheKey(key, p, "") })
+	_, wide, _ := pv.unions.find(func(key string) bool { return isUnionCacheKey(key, p, keyScope{}) })
 	s.release(pv)
 	if !wide {
 		t.Fatal("the first page of a range too wide left its view without the mark: every later page reads the range again")

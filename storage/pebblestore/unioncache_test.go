@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/index"
 )
 
@@ -65,9 +66,9 @@ func TestIsUnionCacheKey(t *testing.T) {
 		{"", rg("a", "b")},
 	}
 	for i, a := range plans {
-		key := unionCacheKey(a.plan, a.ns)
+		key := unionCacheKey(a.plan, scopeOf(a.ns, storage.Clusters{}))
 		for j, b := range plans {
-			if got, want := isUnionCacheKey(key, b.plan, b.ns), key == unionCacheKey(b.plan, b.ns); got != want {
+			if got, want := isUnionCacheKey(key, b.plan, scopeOf(b.ns, storage.Clusters{})), key == unionCacheKey(b.plan, scopeOf(b.ns, storage.Clusters{})); got != want {
 				t.Errorf("plan %d's key against plan %d: %v, want %v", i, j, got, want)
 			}
 		}

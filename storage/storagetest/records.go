@@ -129,7 +129,7 @@ func testRecordsInvalid(t *testing.T, h Harness) {
 	if err := rs.SaveRecords(f.ctx, "lineage", []storage.RecordWrite{put("kept", "1")}); err != nil {
 		t.Fatal(err)
 	}
-	for _, space := range []string{"", "Lineage", "a/b", "a_b", "a.b", "a b", "é", strings.Repeat("a", storage.MaxRecordSpace+1)} {
+	for _, space := range []string{"", "Lineage", "a/b", "a_b", "a:b", "a b", "é", strings.Repeat("a", storage.MaxRecordSpace+1)} {
 		if err := rs.SaveRecords(f.ctx, space, []storage.RecordWrite{put("k", "v")}); !errors.Is(err, storage.ErrInvalidRecord) {
 			t.Errorf("save to space %q: got %v, want ErrInvalidRecord", space, err)
 		}

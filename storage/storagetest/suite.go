@@ -82,6 +82,7 @@ func Run(t *testing.T, h Harness) {
 		{"ObjectSet", testObjectSet},
 		{"Filter", testFilter},
 		{"TimeRange", testTimeRange},
+		{"Clusters", testClusters},
 		{"ListPagination", testListPagination},
 		{"ListPaginationManyLists", testListPaginationManyLists},
 		{"ListRemainingItemCount", testListRemainingItemCount},
