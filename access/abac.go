@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kubevents/kubevents/server"
 	"io"
 	"os"
 	"strings"
@@ -59,6 +60,15 @@ type PolicySpec struct {
 	// NonResourcePath is a non-resource path such as /api or /metrics; a
 	// trailing "*" matches the paths it prefixes.
 	NonResourcePath string `json:"nonResourcePath,omitempty"`
+	// Cluster is eventsd's extension for a fleet (--sources-config): the
+	// cluster a resource request is to, by name, or "*" for any. Empty
+	// matches requests to the root cluster only (an eventsd without a
+	// fleet has no other), so that a policy written before the fleet
+	// grants nothing in its clusters. A request to every cluster at once
+	// (/clusters/*/) is asked cluster by cluster and served from those
+	// allowed. Non-resource requests (discovery, /version) are alike in
+	// every cluster: the field does not apply to them.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // PolicyList is an ABAC authorizer: a request is allowed when any policy
@@ -131,7 +141,8 @@ func (s *PolicySpec) matches(a authorizer.Attributes) bool {
 		return false
 	}
 	if a.IsResourceRequest() {
-		return fieldMatches(s.Namespace, a.GetNamespace()) &&
+		return fieldMatches(s.Cluster, server.ClusterOf(a)) &&
+			fieldMatches(s.Namespace, a.GetNamespace()) &&
 			fieldMatches(s.Resource, a.GetResource()) &&
 			fieldMatches(s.APIGroup, a.GetAPIGroup())
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubevents/kubevents/server"
+
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
@@ -167,5 +169,43 @@ func TestExamplePolicyMatchesReadme(t *testing.T) {
 	inFile, inDocs := policyLines(example), policyLines(filepath.Join("..", "docs", "security.md"))
 	if len(inFile) == 0 || strings.Join(inFile, "\n") != strings.Join(inDocs, "\n") {
 		t.Errorf("docs/security.md's ABAC example differs from %s:\ndocs/security.md:\n%s\nfile:\n%s", example, strings.Join(inDocs, "\n"), strings.Join(inFile, "\n"))
+	}
+}
+
+// TestABACCluster: a policy's cluster (eventsd's extension) matches
+// requests to that cluster of a fleet; none matches the root cluster's
+// only, "*" every cluster; non-resource requests ignore it.
+func TestABACCluster(t *testing.T) {
+	pl, err := ParsePolicies(strings.NewReader(`
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "alice", "cluster": "east", "namespace": "shop", "apiGroup": "*", "resource": "events", "readonly": true}}
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "bob", "namespace": "*", "apiGroup": "*", "resource": "*"}}
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "carol", "cluster": "*", "namespace": "*", "apiGroup": "*", "resource": "*"}}
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"group": "system:authenticated", "readonly": true, "nonResourcePath": "*"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		user, cluster, ns string
+		nonResource, want bool
+	}{
+		{user: "alice", cluster: "east", ns: "shop", want: true},
+		{user: "alice", cluster: "west", ns: "shop"},
+		{user: "alice", cluster: "", ns: "shop"},
+		{user: "alice", cluster: "east", ns: "other"},
+		{user: "alice", cluster: "*", ns: "shop"},
+		{user: "bob", cluster: "", ns: "any", want: true},
+		{user: "bob", cluster: "east", ns: "any"},
+		{user: "carol", cluster: "east", ns: "any", want: true},
+		{user: "carol", cluster: "", ns: "any", want: true},
+		{user: "alice", cluster: "west", nonResource: true, want: true},
+	} {
+		a := server.ClusterAttributes{AttributesRecord: authorizer.AttributesRecord{
+			User: &user.DefaultInfo{Name: tc.user, Groups: []string{"system:authenticated"}}, Verb: "list",
+			Namespace: tc.ns, Resource: "events", APIVersion: "v1", ResourceRequest: !tc.nonResource, Path: "/api"}, Cluster: tc.cluster}
+		d, _, _ := pl.Authorize(context.Background(), a)
+		if got := d == authorizer.DecisionAllow; got != tc.want {
+			t.Errorf("%s listing events of %q in cluster %q (non-resource %v): allowed %v, want %v", tc.user, tc.ns, tc.cluster, tc.nonResource, got, tc.want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -108,19 +109,29 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (_ *http.R
 
 // authorize asks the authorizer whether u may do what r asks, and
 // answers 403 (kube-apiserver's Forbidden Status) or, when the authorizer
-// failed, 500 if not.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request, u user.Info) bool {
+// failed, 500 if not. A request to every cluster of a fleet (FleetCluster)
+// is asked for each cluster: it is served from the clusters it is allowed
+// in (r is returned with that scope), and refused when there are none.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, u user.Info) (*http.Request, bool) {
 	if s.cfg.Authorizer == nil {
-		return true
+		return r, true
 	}
 	attrs, err := s.attributes(r, u)
 	if err != nil {
 		writeStatus(w, apierrors.NewBadRequest(err.Error()))
-		return false
+		return r, false
+	}
+	if sc := s.scopeOf(r.Context()); sc.fleet != nil {
+		if allowed := s.allowedClusters(r, attrs); len(allowed) > 0 {
+			if len(allowed) < len(s.clusters)-1 {
+				r = r.WithContext(context.WithValue(r.Context(), scopeKey{}, sc.only(allowed)))
+			}
+			return r, true
+		}
 	}
 	decision, reason, err := s.cfg.Authorizer.Authorize(r.Context(), attrs)
 	if decision == authorizer.DecisionAllow {
-		return true
+		return r, true
 	}
 	if err != nil {
 		// Fail closed, with kube-apiserver's code: the request is not
@@ -128,23 +139,83 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, u user.Info) 
 		s.metrics.forbidden.WithLabelValues(outcomeError).Inc()
 		s.authLogs.authzError.Warn("request denied: authorization failed", "user", u.GetName(), "verb", attrs.Verb, "path", r.URL.Path, "err", err)
 		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("authorization failed, so the request is denied: %w", err)))
-		return false
+		return r, false
 	}
 	s.metrics.forbidden.WithLabelValues(outcomeRejected).Inc()
 	s.authLogs.forbidden.Warn("request forbidden", "user", u.GetName(), "verb", attrs.Verb, "path", r.URL.Path, "reason", reason)
 	writeStatus(w, responsewriters.ForbiddenStatusError(attrs, reason))
-	return false
+	return r, false
+}
+
+// allowedClusters returns the clusters of the fleet that attrs (of a
+// request to every cluster) are allowed in, each asked as a request to
+// that cluster; an authorizer's error counts as a refusal there.
+func (s *Server) allowedClusters(r *http.Request, attrs ClusterAttributes) []string {
+	var allowed []string
+	for _, name := range s.clusterNames() {
+		a := attrs
+		a.Cluster = name
+		a.User = withClusterExtra(attrs.AttributesRecord.User, name)
+		if d, _, err := s.cfg.Authorizer.Authorize(r.Context(), a); err == nil && d == authorizer.DecisionAllow {
+			allowed = append(allowed, name)
+		}
+	}
+	return allowed
+}
+
+// ClusterExtra is the key of the user's extra under which authorizers
+// find the cluster a request is to, when it is to a fleet's cluster: a
+// webhook's SubjectAccessReview carries it in spec.extra. Requests to the
+// root cluster carry none.
+const ClusterExtra = "events.kubevents.io/cluster"
+
+// ClusterAttributes are the attributes the server authorizes a request
+// on: kube-apiserver's, and the cluster of a fleet the request is to.
+type ClusterAttributes struct {
+	authorizer.AttributesRecord
+	// Cluster is the cluster the request is to: "" the root cluster, a
+	// fleet's cluster by name, or FleetCluster for every cluster (then
+	// also asked per cluster, see Server.authorize).
+	Cluster string
+}
+
+// GetCluster returns the cluster the request is to.
+func (a ClusterAttributes) GetCluster() string { return a.Cluster }
+
+// ClusterOf returns the cluster of a request's authorization attributes:
+// "" (the root cluster) for attributes that name none.
+func ClusterOf(a authorizer.Attributes) string {
+	if c, ok := a.(interface{ GetCluster() string }); ok {
+		return c.GetCluster()
+	}
+	return ""
+}
+
+// withClusterExtra returns u with the cluster in its extra
+// (ClusterExtra), or u itself for the root cluster.
+func withClusterExtra(u user.Info, cluster string) user.Info {
+	if cluster == "" || u == nil {
+		return u
+	}
+	extra := make(map[string][]string, len(u.GetExtra())+1)
+	for k, v := range u.GetExtra() {
+		extra[k] = v
+	}
+	extra[ClusterExtra] = []string{cluster}
+	return &user.DefaultInfo{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: extra}
 }
 
 // attributes are what the authorizer decides on, as kube-apiserver's
-// filters derive them from the request info.
-func (s *Server) attributes(r *http.Request, u user.Info) (authorizer.AttributesRecord, error) {
+// filters derive them from the request info, with the cluster the request
+// is to.
+func (s *Server) attributes(r *http.Request, u user.Info) (ClusterAttributes, error) {
 	info, err := s.requestInfo.NewRequestInfo(r)
 	if err != nil {
-		return authorizer.AttributesRecord{}, fmt.Errorf("cannot tell what the request asks for: %w", err)
+		return ClusterAttributes{}, fmt.Errorf("cannot tell what the request asks for: %w", err)
 	}
-	return authorizer.AttributesRecord{
-		User:            u,
+	cluster := s.scopeOf(r.Context()).name
+	return ClusterAttributes{AttributesRecord: authorizer.AttributesRecord{
+		User:            withClusterExtra(u, cluster),
 		Verb:            info.Verb,
 		Namespace:       info.Namespace,
 		APIGroup:        info.APIGroup,
@@ -154,5 +225,5 @@ func (s *Server) attributes(r *http.Request, u user.Info) (authorizer.Attributes
 		Name:            info.Name,
 		ResourceRequest: info.IsResourceRequest,
 		Path:            info.Path,
-	}, nil
+	}, Cluster: cluster}, nil
 }

@@ -31,7 +31,7 @@ type recordingAuthorizer struct {
 func (a *recordingAuthorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.seen = append(a.seen, attrs.(authorizer.AttributesRecord))
+	a.seen = append(a.seen, attrs.(server.ClusterAttributes).AttributesRecord)
 	return a.decide(attrs)
 }
 

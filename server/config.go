@@ -164,6 +164,18 @@ type Config struct {
 	// knows nothing: each object's own events, with a warning that
 	// ownership is not learned.
 	Lineage Lineage
+	// Clusters, when set, make the server a fleet's: each cluster is
+	// served at /clusters/NAME/ from its part of Store (package
+	// clusterview), and every one of them at /clusters/*/, read-only,
+	// each event carrying its cluster in the annotation
+	// events.kubevents.io/cluster. Empty: no fleet, and /clusters/ paths
+	// are 404.
+	Clusters []Cluster
+	// RootCluster names the cluster of Clusters the root serves (a fleet
+	// of one); empty, the root serves the root cluster's events: those
+	// written to eventsd itself (with a fleet, apart from every named
+	// cluster's), with Lineage and ReadOnly.
+	RootCluster string
 	// UI serves the web timeline (package ui) at /ui/. Its files are
 	// served without authentication (they hold no data); the API requests
 	// the page makes are authenticated and authorized as any other.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/clusterview"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,6 +43,10 @@ func statusError(err error, rr resourceRequest, name string) *apierrors.StatusEr
 		return apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
 	case errors.Is(err, storage.ErrInvalidContinue):
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
+	case errors.Is(err, clusterview.ErrAmbiguous):
+		return apierrors.NewConflict(gr, name, fmt.Errorf("%w: get it from one cluster, at %sNAME/", err, ClustersPathPrefix))
+	case errors.Is(err, clusterview.ErrFleetReadOnly):
+		return newStatus(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, fleetReadOnly)
 	case errors.Is(err, storage.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down")
 	case errors.Is(err, storage.ErrUnreachable):

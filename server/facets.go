@@ -124,7 +124,7 @@ func (s *Server) countFacets(r *http.Request, sel storage.Selector, opts facet.O
 			}
 			return nil, nil, err
 		}
-		page, err := s.cfg.Store.List(ctx, lo)
+		page, err := s.store(ctx).List(ctx, lo)
 		if err == nil {
 			rev = page.Revision
 			for _, ev := range page.Items {

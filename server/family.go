@@ -35,10 +35,13 @@ var _ Lineage = (*lineage.Graph)(nil)
 // (ownership not learned, or the object unknown). In a namespaced request
 // family.namespace defaults to the request's namespace; across namespaces
 // without it, the name is looked up in every namespace.
-func (s *Server) resolveFamily(w http.ResponseWriter, sel *storage.Selector) *apierrors.StatusError {
+func (s *Server) resolveFamily(w http.ResponseWriter, sc *scope, sel *storage.Selector) *apierrors.StatusError {
 	terms, rest := sel.Fields.Family()
 	if len(terms) == 0 {
 		return nil
+	}
+	if sc.fleet != nil {
+		return fleetOnlyOneCluster("families")
 	}
 	spec := lineage.FamilySpec{Namespace: sel.Namespace, AnyNamespace: sel.Namespace == ""}
 	for _, t := range terms {
@@ -64,9 +67,9 @@ func (s *Server) resolveFamily(w http.ResponseWriter, sel *storage.Selector) *ap
 	if spec.UID == "" && (spec.Kind == "" || spec.Name == "") {
 		return apierrors.NewBadRequest("a family selector names its object with family.kind and family.name (and family.namespace), or with family.uid")
 	}
-	fam := s.lineage.Family(spec)
+	fam := sc.lineage.Family(spec)
 	sel.Fields, sel.Objects = rest, fam
-	if why := s.lineage.Learning(); why != "" {
+	if why := sc.lineage.Learning(); why != "" {
 		setWarnings(w, []string{fmt.Sprintf("the family of %s may lack objects: %s", spec, why)})
 	} else if !fam.Known() {
 		setWarnings(w, []string{fmt.Sprintf("%s is not in eventsd's ownership lineage: the family holds only the events naming it", spec)})
@@ -80,7 +83,7 @@ func (s *Server) resolveFamily(w http.ResponseWriter, sel *storage.Selector) *ap
 // lineage knows them, their events so far are sent as ADDED, and the
 // watch's own changes up to that point are not sent again.
 type familyFeed struct {
-	s    *Server
+	sc   *scope
 	sel  storage.Selector
 	fam  *lineage.Family
 	stop func()
@@ -98,13 +101,13 @@ type familyFeed struct {
 
 // newFamilyFeed subscribes to the lineage for a watch of sel, before the
 // store's watch starts, so that no join is missed; nil without a family.
-func (s *Server) newFamilyFeed(sel storage.Selector) *familyFeed {
+func newFamilyFeed(sc *scope, sel storage.Selector) *familyFeed {
 	fam, ok := sel.Objects.(*lineage.Family)
 	if !ok {
 		return nil
 	}
-	f := &familyFeed{s: s, sel: sel, fam: fam, signal: make(chan struct{}, 1), seen: map[lineage.ID]bool{}, sentUpTo: map[lineage.ID]int64{}}
-	f.stop = s.lineage.Subscribe(func(id lineage.ID) {
+	f := &familyFeed{sc: sc, sel: sel, fam: fam, signal: make(chan struct{}, 1), seen: map[lineage.ID]bool{}, sentUpTo: map[lineage.ID]int64{}}
+	f.stop = sc.lineage.Subscribe(func(id lineage.ID) {
 		f.mu.Lock()
 		f.pending = append(f.pending, id)
 		f.mu.Unlock()
@@ -181,13 +184,13 @@ func (f *familyFeed) join(ctx context.Context, id lineage.ID) ([]storage.Event, 
 		return nil, nil
 	}
 	f.seen[id] = true
-	o, ok := f.s.lineage.Get(id)
+	o, ok := f.sc.lineage.Get(id)
 	if !ok {
 		return nil, nil
 	}
 	sel := f.sel
 	sel.Fields = append(sel.Fields[:len(sel.Fields):len(sel.Fields)], involvesTerms(&o)...)
-	res, err := f.s.cfg.Store.List(ctx, storage.ListOptions{Selector: sel})
+	res, err := f.sc.store.List(ctx, storage.ListOptions{Selector: sel})
 	if err != nil {
 		return nil, err
 	}

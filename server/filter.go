@@ -42,8 +42,18 @@ func (s *Server) parseFilter(q url.Values, rr resourceRequest, sel *storage.Sele
 
 // filterRun returns sel's filter run, or nil.
 func filterRun(sel storage.Selector) *eventfilter.Run {
-	run, _ := sel.Predicate.(*eventfilter.Run)
-	return run
+	p := sel.Predicate
+	for p != nil {
+		if run, ok := p.(*eventfilter.Run); ok {
+			return run
+		}
+		u, ok := p.(interface{ Unwrap() storage.Predicate })
+		if !ok {
+			return nil
+		}
+		p = u.Unwrap()
+	}
+	return nil
 }
 
 // bindFilter binds sel's filter run, if any, to ctx: the returned

@@ -137,7 +137,7 @@ func (s *Server) foldCandidates(ctx context.Context, ev *corev1.Event) ([]*corev
 			eventapi.Requirement{Field: eventapi.FieldInvolvedKind, Value: o.Kind},
 			eventapi.Requirement{Field: eventapi.FieldInvolvedNamespace, Value: o.Namespace})
 	}
-	res, err := s.cfg.Store.List(ctx, storage.ListOptions{Selector: storage.Selector{Namespace: ev.Namespace, Fields: fs}, Limit: foldCandidateLimit})
+	res, err := s.store(ctx).List(ctx, storage.ListOptions{Selector: storage.Selector{Namespace: ev.Namespace, Fields: fs}, Limit: foldCandidateLimit})
 	if err != nil {
 		return nil, fmt.Errorf("looking up the event to fold into: %w", err)
 	}
@@ -162,7 +162,7 @@ func (s *Server) foldInto(ctx context.Context, target, ev *corev1.Event, v event
 	}
 	wo, retentionRule := s.writeOptions(folded)
 	wo.Precondition.Revision, _ = strconv.ParseInt(target.ResourceVersion, 10, 64)
-	out, err := s.cfg.Store.Update(ctx, folded, wo)
+	out, err := s.store(ctx).Update(ctx, folded, wo)
 	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
 		return nil, nil, nil
 	}
@@ -276,7 +276,7 @@ func (s *Server) resolveRace(ctx context.Context, created *corev1.Event, v event
 		return nil
 	}
 	rev, _ := strconv.ParseInt(created.ResourceVersion, 10, 64)
-	if _, err := s.cfg.Store.Delete(ctx, created.Namespace, created.Name, storage.Preconditions{Revision: rev, UID: string(created.UID)}); err != nil {
+	if _, err := s.store(ctx).Delete(ctx, created.Namespace, created.Name, storage.Preconditions{Revision: rev, UID: string(created.UID)}); err != nil {
 		s.folder.races.WithLabelValues("kept").Inc()
 		return nil
 	}
@@ -289,7 +289,7 @@ func (s *Server) resolveRace(ctx context.Context, created *corev1.Event, v event
 	}
 	// The earlier event vanished or would grow too large: store this one
 	// again rather than lose its occurrences.
-	if _, cerr := s.cfg.Store.Create(ctx, incoming, storage.WriteOptions{TTL: s.ttl(incoming)}); cerr == nil {
+	if _, cerr := s.store(ctx).Create(ctx, incoming, storage.WriteOptions{TTL: s.ttl(incoming)}); cerr == nil {
 		s.folder.races.WithLabelValues("kept").Inc()
 		return nil
 	} else if err == nil && se != nil {

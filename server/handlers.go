@@ -236,7 +236,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, rr resourceRequest)
 		writeStatus(w, se)
 		return
 	}
-	ev, err := s.cfg.Store.Get(r.Context(), rr.namespace, rr.name)
+	ev, err := s.store(r.Context()).Get(r.Context(), rr.namespace, rr.name)
 	if err != nil {
 		writeStatus(w, statusError(err, rr, rr.name))
 		return
@@ -294,7 +294,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 	setWarnings(w, warnings)
 	rule, window, folding := s.foldable(ev)
 	if opts.dryRun {
-		if _, err := s.cfg.Store.Get(r.Context(), ev.Namespace, ev.Name); err == nil {
+		if _, err := s.store(r.Context()).Get(r.Context(), ev.Namespace, ev.Name); err == nil {
 			writeStatus(w, apierrors.NewAlreadyExists(rr.version.GroupResource(), ev.Name))
 			return
 		}
@@ -336,7 +336,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 func (s *Server) storeCreate(ctx context.Context, rr resourceRequest, ev *corev1.Event, generated bool) (*corev1.Event, *apierrors.StatusError) {
 	for attempt := 1; ; attempt++ {
 		wo, rule := s.writeOptions(ev)
-		out, err := s.cfg.Store.Create(ctx, ev, wo)
+		out, err := s.store(ctx).Create(ctx, ev, wo)
 		if errors.Is(err, storage.ErrExists) && generated {
 			if attempt < maxGenerateNameAttempts {
 				ev.Name = generateName(ev.GenerateName)
@@ -401,7 +401,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 		return admitted
 	}
 	for attempt := 0; attempt < maxUpdateRetries; attempt++ {
-		cur, err := s.cfg.Store.Get(ctx, rr.namespace, rr.name)
+		cur, err := s.store(ctx).Get(ctx, rr.namespace, rr.name)
 		if errors.Is(err, storage.ErrNotFound) {
 			if !createMissing {
 				writeStatus(w, statusError(err, rr, rr.name))
@@ -432,7 +432,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 				return
 			}
 			wo, rule := s.writeOptions(ev)
-			out, err := s.cfg.Store.Create(ctx, ev, wo)
+			out, err := s.store(ctx).Create(ctx, ev, wo)
 			if errors.Is(err, storage.ErrExists) {
 				continue // created concurrently: update it instead
 			}
@@ -477,7 +477,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 		}
 		wo, rule := s.writeOptions(ev)
 		wo.Precondition.Revision = curRev
-		out, err := s.cfg.Store.Update(ctx, ev, wo)
+		out, err := s.store(ctx).Update(ctx, ev, wo)
 		if errors.Is(err, storage.ErrConflict) && want != 0 {
 			// Changed since the read: the revision named is not current.
 			conflict()
@@ -907,7 +907,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, rr resourceReque
 // answers nothing and returns true, so that the caller tries again.
 func (s *Server) deleteOnce(w http.ResponseWriter, r *http.Request, rr resourceRequest, opts *metav1.DeleteOptions, last bool) (retry bool) {
 	ctx := r.Context()
-	cur, err := s.cfg.Store.Get(ctx, rr.namespace, rr.name)
+	cur, err := s.store(ctx).Get(ctx, rr.namespace, rr.name)
 	if err != nil {
 		writeStatus(w, statusError(err, rr, rr.name))
 		return false
@@ -926,7 +926,7 @@ func (s *Server) deleteOnce(w http.ResponseWriter, r *http.Request, rr resourceR
 	}
 	if len(opts.DryRun) == 0 {
 		rev, _ := strconv.ParseInt(cur.ResourceVersion, 10, 64)
-		if _, err := s.cfg.Store.Delete(ctx, rr.namespace, rr.name, storage.Preconditions{Revision: rev}); err != nil {
+		if _, err := s.store(ctx).Delete(ctx, rr.namespace, rr.name, storage.Preconditions{Revision: rev}); err != nil {
 			named := opts.Preconditions != nil && opts.Preconditions.ResourceVersion != nil
 			if errors.Is(err, storage.ErrConflict) && !named && !last {
 				return true
@@ -970,7 +970,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 	defer stop()
 	var deleted []*corev1.Event
 	for {
-		res, err := s.cfg.Store.List(ctx, lo)
+		res, err := s.store(ctx).List(ctx, lo)
 		if se := filterFailure(lo.Selector); se != nil {
 			// The filter was cut: what it selected so far is deleted,
 			// and the answer says why the rest is not.
@@ -987,7 +987,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 				continue
 			}
 			rev, _ := strconv.ParseInt(ev.ResourceVersion, 10, 64)
-			out, err := s.cfg.Store.Delete(ctx, ev.Namespace, ev.Name, storage.Preconditions{Revision: rev})
+			out, err := s.store(ctx).Delete(ctx, ev.Namespace, ev.Name, storage.Preconditions{Revision: rev})
 			if errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrConflict) {
 				continue // deleted or rewritten meanwhile: not ours to delete
 			}
@@ -1011,12 +1011,16 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, rr res
 // w).
 func (s *Server) parseSelector(w http.ResponseWriter, q url.Values, rr resourceRequest) (storage.Selector, *apierrors.StatusError) {
 	sel := storage.Selector{Namespace: rr.namespace}
-	fs, err := eventapi.ParseFieldSelector(rr.version, q.Get("fieldSelector"), eventapi.Extensions(!s.cfg.DisableExtensions))
+	rawFields, se := rr.scope.fleetSelector(q.Get("fieldSelector"), &sel)
+	if se != nil {
+		return sel, se
+	}
+	fs, err := eventapi.ParseFieldSelector(rr.version, rawFields, eventapi.Extensions(!s.cfg.DisableExtensions))
 	if err != nil {
 		return sel, apierrors.NewBadRequest(err.Error())
 	}
 	sel.Fields = fs
-	if se := s.resolveFamily(w, &sel); se != nil {
+	if se := s.resolveFamily(w, rr.scope, &sel); se != nil {
 		return sel, se
 	}
 	if raw := q.Get("labelSelector"); raw != "" {
@@ -1104,13 +1108,13 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest
 	ctx, stop := bindFilter(r.Context(), lo.Selector)
 	defer stop()
 	r = r.WithContext(ctx)
-	res, err := s.cfg.Store.List(ctx, lo)
+	res, err := s.store(ctx).List(ctx, lo)
 	if se := filterFailure(lo.Selector); se != nil {
 		writeStatus(w, se)
 		return
 	}
 	if errors.Is(err, storage.ErrFutureRevision) {
-		writeStatus(w, tooLargeResourceVersion(lo.Revision, s.cfg.Store.Revision()))
+		writeStatus(w, tooLargeResourceVersion(lo.Revision, s.store(ctx).Revision()))
 		return
 	}
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -57,7 +58,11 @@ func (s *Server) serveListOnly(w http.ResponseWriter, r *http.Request, namespace
 			return
 		}
 		defer s.readOnly.release()
-		rr := resourceRequest{verb: verbList, version: eventapi.KubeventsV1, namespace: namespace, query: q}
+		rr := resourceRequest{verb: verbList, version: eventapi.KubeventsV1, namespace: namespace, query: q, scope: s.scopeOf(r.Context())}
+		if !storage.ValidRequestNamespace(namespace) {
+			writeStatus(w, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, namespace))
+			return
+		}
 		sel, se := s.parseSelector(w, q, rr)
 		if se != nil {
 			writeStatus(w, se)
@@ -70,7 +75,7 @@ func (s *Server) serveListOnly(w http.ResponseWriter, r *http.Request, namespace
 // serveLineages lists a family's objects (eventapi.LineageList) within the
 // read-only in-flight limit and the request timeout, as a list of events.
 func (s *Server) serveLineages(w http.ResponseWriter, r *http.Request, namespace string) {
-	s.serveListOnly(w, r, namespace, func(w http.ResponseWriter, r *http.Request, _ resourceRequest, sel storage.Selector) {
+	s.serveListOnly(w, r, namespace, func(w http.ResponseWriter, r *http.Request, rr resourceRequest, sel storage.Selector) {
 		fam, ok := sel.Objects.(*lineage.Family)
 		if !ok || len(sel.Fields) > 0 || (sel.Labels != nil && !sel.Labels.Empty()) || sel.Predicate != nil || !sel.Since.IsZero() || !sel.Until.IsZero() {
 			writeStatus(w, apierrors.NewBadRequest(eventapi.LineageResource+" are listed by family: give family.kind and family.name (or family.uid) as the only field selectors, and no label selector, filter or time range"))
@@ -78,14 +83,14 @@ func (s *Server) serveLineages(w http.ResponseWriter, r *http.Request, namespace
 		}
 		list := eventapi.LineageList{
 			TypeMeta: metav1.TypeMeta{APIVersion: eventapi.KubeventsGroupVersion.String(), Kind: "LineageList"},
-			ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatInt(s.cfg.Store.Revision(), 10)},
+			ListMeta: metav1.ListMeta{ResourceVersion: strconv.FormatInt(rr.scope.store.Revision(), 10)},
 			Items:    []eventapi.Lineage{},
 		}
 		for _, o := range fam.Members() {
 			if namespace != "" && o.Namespace != namespace {
 				continue // a namespaced list shows that namespace's part of the family
 			}
-			list.Items = append(list.Items, s.lineageItem(&o))
+			list.Items = append(list.Items, lineageItem(rr.scope.lineage, &o))
 		}
 		w.Header().Set("Content-Type", "application/json")
 		if o, _ := negotiate(r.Header.Get("Accept")); o.kind == outTable {
@@ -97,7 +102,7 @@ func (s *Server) serveLineages(w http.ResponseWriter, r *http.Request, namespace
 }
 
 // lineageItem renders one object of the lineage.
-func (s *Server) lineageItem(o *lineage.Object) eventapi.Lineage {
+func lineageItem(lin Lineage, o *lineage.Object) eventapi.Lineage {
 	it := eventapi.Lineage{
 		TypeMeta:   metav1.TypeMeta{APIVersion: eventapi.KubeventsGroupVersion.String(), Kind: "Lineage"},
 		ObjectMeta: metav1.ObjectMeta{Name: string(o.ID), Namespace: o.Namespace, CreationTimestamp: metav1.NewTime(o.FirstSeen)},
@@ -106,7 +111,7 @@ func (s *Server) lineageItem(o *lineage.Object) eventapi.Lineage {
 	}
 	for _, id := range o.Owners {
 		ref := corev1.ObjectReference{UID: types.UID(id)}
-		if ow, ok := s.lineage.Get(id); ok {
+		if ow, ok := lin.Get(id); ok {
 			ref = corev1.ObjectReference{Kind: ow.Kind, APIVersion: ow.APIVersion, Namespace: ow.Namespace, Name: ow.Name, UID: ow.UID()}
 		}
 		it.Owners = append(it.Owners, ref)

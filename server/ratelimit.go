@@ -70,7 +70,7 @@ func (s *Server) firstForObjectAndReason(ctx context.Context, ev *corev1.Event) 
 			eventapi.Requirement{Field: eventapi.FieldInvolvedKind, Value: o.Kind},
 			eventapi.Requirement{Field: eventapi.FieldInvolvedNamespace, Value: o.Namespace})
 	}
-	res, err := s.cfg.Store.List(ctx, storage.ListOptions{Selector: storage.Selector{Namespace: ev.Namespace, Fields: fs}, Limit: 1})
+	res, err := s.store(ctx).List(ctx, storage.ListOptions{Selector: storage.Selector{Namespace: ev.Namespace, Fields: fs}, Limit: 1})
 	if err != nil {
 		return false, err
 	}

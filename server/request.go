@@ -36,6 +36,9 @@ type resourceRequest struct {
 	// query is the request's query, parsed once (resolveVerb) for
 	// everything that reads it.
 	query url.Values
+	// scope is what the request is served from: the root's, or a fleet
+	// cluster's (cluster.go).
+	scope *scope
 }
 
 // parseResourcePath recognises

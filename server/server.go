@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kubevents/kubevents/lineage"
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
@@ -24,18 +23,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // Server is the events API server. It is an http.Handler.
 type Server struct {
-	cfg       Config
-	metrics   *metrics
-	discovery *discovery
-	openapi   *openAPI
-	version   []byte
-	metricsH  http.Handler
+	cfg      Config
+	metrics  *metrics
+	openapi  *openAPI
+	version  []byte
+	metricsH http.Handler
 	// ui serves the web timeline; nil when Config.UI is off.
 	ui http.Handler
 	// retention chooses each write's TTL.
@@ -47,9 +46,12 @@ type Server struct {
 	filters *eventfilter.Compiler
 	// folder folds creates into stored isomorphic events (fold.go).
 	folder *folder
-	// lineage resolves family.* selectors (family.go): Config.Lineage, or
-	// an empty lineage that says ownership is not learned.
-	lineage Lineage
+	// root is the scope of requests to the root (cluster.go): Store, or
+	// with a fleet the root cluster's part of it or RootCluster's;
+	// clusters are the scopes of a fleet's clusters, by name, and of the
+	// fleet (FleetCluster).
+	root     *scope
+	clusters map[string]*scope
 
 	handlers           map[verb]handlerFunc
 	readOnly, mutating inflight
@@ -93,9 +95,8 @@ func New(cfg Config) (*Server, error) {
 		anonymous:   anonymousUser(),
 	}
 	s.handlers = s.verbHandlers()
-	s.lineage = cfg.Lineage
-	if s.lineage == nil {
-		s.lineage = lineage.New(lineage.Options{Clock: cfg.Clock})
+	if err := s.newScopes(cfg); err != nil {
+		return nil, err
 	}
 	var err error
 	if s.retention, err = retention.NewPolicy(cfg.Retention, cfg.EventTTL); err != nil {
@@ -116,9 +117,6 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.filters, err = eventfilter.NewCompiler(cfg.FilterLimits); err != nil {
 		return nil, fmt.Errorf("server: Config.FilterLimits: %w", err)
-	}
-	if s.discovery, err = newDiscovery(cfg.ReadOnly != ""); err != nil {
-		return nil, err
 	}
 	if s.openapi, err = newOpenAPI(); err != nil {
 		return nil, err
@@ -241,6 +239,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 const InstanceHeader = "Kubevents-Instance"
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	r, ok := s.routeCluster(w, r)
+	if !ok {
+		return
+	}
 	switch r.URL.Path {
 	case "/healthz", "/livez":
 		_, _ = w.Write([]byte("ok"))
@@ -265,11 +267,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !s.authorize(w, r, u) {
+	if r, ok = s.authorize(w, r, u); !ok {
 		return
 	}
 	if r.URL.Path == "/metrics" {
 		s.metricsH.ServeHTTP(w, r)
+		return
+	}
+	if r.URL.Path == ClustersPathPrefix || r.URL.Path == strings.TrimSuffix(ClustersPathPrefix, "/") {
+		s.serveClusters(w, r)
 		return
 	}
 	if s.cfg.Profiling && strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
@@ -289,7 +295,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		if s.discovery.serve(w, r) || s.openapi.serve(w, r, frontProxy) || serveNamespace(w, r) {
+		if s.scopeOf(r.Context()).discovery.serve(w, r) || s.openapi.serve(w, r, frontProxy) || serveNamespace(w, r) {
 			return
 		}
 	}
@@ -297,6 +303,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rr resourceRequest, watchPath bool) {
+	rr.scope = s.scopeOf(r.Context())
+	if !storage.ValidRequestNamespace(rr.namespace) {
+		// No namespace holds the mark of a cluster's storage (a
+		// DNS-1123 name cannot): as kube-apiserver for a namespace
+		// that cannot exist.
+		writeStatus(w, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, rr.namespace))
+		return
+	}
 	if !resolveVerb(r, &rr, watchPath) {
 		writeStatus(w, methodNotAllowed(r.Method))
 		return
@@ -318,8 +332,8 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, rr resour
 		writeStatus(rec, newStatus(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, kubeventsReadOnly))
 		return
 	}
-	if isMutating(rr.verb) && s.cfg.ReadOnly != "" {
-		writeStatus(rec, newStatus(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, s.cfg.ReadOnly))
+	if ro := s.scopeOf(r.Context()).readOnly; isMutating(rr.verb) && ro != "" {
+		writeStatus(rec, newStatus(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, ro))
 		return
 	}
 	if isMutating(rr.verb) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/pebblestore"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,7 @@ type env struct {
 	url   string
 	cs    kubernetes.Interface
 	ctx   context.Context
+	store storage.Interface
 }
 
 func newEnv(t *testing.T, ttl time.Duration) *env {
@@ -79,7 +81,7 @@ func newEnvWith(t *testing.T, ttl time.Duration, configure func(*server.Config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, srv: srv, clock: clk, url: hs.URL, cs: cs, ctx: ctx}
+	return &env{t: t, srv: srv, clock: clk, url: hs.URL, cs: cs, ctx: ctx, store: store}
 }
 
 func (e *env) create(name string) *corev1.Event {

@@ -133,7 +133,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 	}
 	// A family's watch learns of objects joining it (subscribed before
 	// the store's watch starts, so that no join is missed).
-	feed := s.newFamilyFeed(p.opts.Selector)
+	feed := newFamilyFeed(s.scopeOf(r.Context()), p.opts.Selector)
 	var joins <-chan struct{}
 	if feed != nil {
 		defer feed.stop()
@@ -146,9 +146,9 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, rr resourceReques
 		}
 		defer initial.end()
 	}
-	watcher, err := s.cfg.Store.Watch(ctx, p.opts)
+	watcher, err := s.store(ctx).Watch(ctx, p.opts)
 	if errors.Is(err, storage.ErrFutureRevision) {
-		writeStatus(w, tooLargeResourceVersion(p.opts.Revision, s.cfg.Store.Revision()))
+		writeStatus(w, tooLargeResourceVersion(p.opts.Revision, s.store(ctx).Revision()))
 		return
 	}
 	if err != nil && !errors.Is(err, storage.ErrCompacted) {

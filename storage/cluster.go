@@ -89,6 +89,9 @@ func OneCluster(c string) Clusters { return Clusters{kind: oneCluster, name: c} 
 // cluster's.
 func NamedClusters() Clusters { return Clusters{kind: namedClusters} }
 
+// One returns the cluster c selects when it selects one.
+func (c Clusters) One() (string, bool) { return c.name, c.kind == oneCluster }
+
 // IsAny reports whether c selects every cluster.
 func (c Clusters) IsAny() bool { return c.kind == anyCluster }
 

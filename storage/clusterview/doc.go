@@ -15,5 +15,7 @@
 //
 // A fleet View (Fleet) reads every named cluster's events: each event it
 // returns carries its cluster in the annotation ClusterAnnotation, and a
-// namespace selects that namespace in every cluster. It cannot write.
+// namespace selects that namespace in every cluster, and a Selector whose
+// Clusters names one cluster (storage.OneCluster) selects that cluster's
+// events only. It cannot write.
 package clusterview

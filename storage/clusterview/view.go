@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kubevents/kubevents/eventapi"
@@ -12,7 +13,7 @@ import (
 )
 
 // ClusterAnnotation names the cluster of an event served by a fleet View.
-const ClusterAnnotation = "events.kubevents.io/cluster"
+const ClusterAnnotation = eventapi.ClusterAnnotation
 
 // ErrFleetReadOnly is returned by the writes of a fleet View: an event is
 // written to one cluster, at /clusters/NAME/.
@@ -26,9 +27,13 @@ var ErrFleetReadOnly = errors.New("events are written to one cluster, not to eve
 type View struct {
 	base storage.Interface
 	// cluster is the cluster served ("" the root cluster); fleet serves
-	// every named cluster instead.
-	cluster string
-	fleet   bool
+	// every named cluster instead, or with narrowed only cluster, and
+	// never those of excluded.
+	cluster  string
+	fleet    bool
+	narrowed bool
+	// only, when set, are the clusters a fleet view is restricted to.
+	only []string
 }
 
 var (
@@ -55,6 +60,22 @@ func New(base storage.Interface, c string) storage.Interface {
 // Fleet returns the read-only view of every named cluster of base.
 func Fleet(base storage.Interface) *View { return &View{base: base, fleet: true} }
 
+// narrow returns the fleet view v narrowed to cluster c: its events
+// still carry their cluster. A view restricted to other clusters
+// (Only) narrows to no event.
+func (v *View) narrow(c string) *View {
+	if v.only != nil && !slices.Contains(v.only, c) {
+		return &View{base: v.base, fleet: true, only: []string{}}
+	}
+	return &View{base: v.base, cluster: c, fleet: true, narrowed: true}
+}
+
+// Only returns the fleet view v restricted to clusters cs (a reader
+// allowed in those only).
+func (v *View) Only(cs ...string) *View {
+	return &View{base: v.base, fleet: true, only: slices.Clone(cs)}
+}
+
 // Cluster returns the cluster v serves ("" the root cluster; "*" every
 // named cluster).
 func (v *View) Cluster() string {
@@ -65,7 +86,7 @@ func (v *View) Cluster() string {
 }
 
 func (v *View) clusters() storage.Clusters {
-	if v.fleet {
+	if v.fleet && !v.narrowed {
 		return storage.NamedClusters()
 	}
 	return storage.OneCluster(v.cluster)
@@ -123,8 +144,11 @@ func (v *View) Get(ctx context.Context, namespace, name string) (*corev1.Event, 
 	if !storage.ValidRequestNamespace(namespace) {
 		return nil, invalidNamespace(namespace)
 	}
-	if v.fleet {
+	if v.fleet && !v.narrowed {
 		return v.fleetGet(ctx, namespace, name)
+	}
+	if v.fleet && v.only != nil && !slices.Contains(v.only, v.cluster) {
+		return nil, fmt.Errorf("event %s/%s: %w", namespace, name, storage.ErrNotFound)
 	}
 	ev, err := v.base.Get(ctx, v.ns(namespace), name)
 	return v.out(ev), err
@@ -150,7 +174,17 @@ func (v *View) fleetGet(ctx context.Context, namespace, name string) (*corev1.Ev
 		res.Items[0].Annotations[ClusterAnnotation], res.Items[1].Annotations[ClusterAnnotation], ErrAmbiguous)
 }
 
-// selector returns sel as the store selects it.
+// scoped returns the view that serves sel: a fleet view whose selector
+// selects one cluster (sel.Clusters, from a cluster=NAME field selector)
+// serves that cluster's events only, still annotated.
+func (v *View) scoped(sel storage.Selector) *View {
+	if c, ok := sel.Clusters.One(); ok && v.fleet && !v.narrowed && c != "" {
+		return v.narrow(c)
+	}
+	return v
+}
+
+// selector returns sel as the store selects it (v is scoped).
 func (v *View) selector(sel storage.Selector) (storage.Selector, error) {
 	if !storage.ValidRequestNamespace(sel.Namespace) {
 		return sel, invalidNamespace(sel.Namespace)
@@ -160,7 +194,10 @@ func (v *View) selector(sel storage.Selector) (storage.Selector, error) {
 	if sel.Predicate != nil {
 		out.Predicate = predicate{v: v, p: sel.Predicate}
 	}
-	if !v.fleet {
+	if v.only != nil {
+		out.Predicate = onlyClusters{only: v.only, next: out.Predicate}
+	}
+	if !v.fleet || v.narrowed {
 		if sel.Namespace != "" {
 			out.Namespace = v.ns(sel.Namespace)
 		}
@@ -207,6 +244,19 @@ func hasNamespaceTerm(fs eventapi.FieldSelector) bool {
 	return false
 }
 
+// onlyClusters selects the events of some clusters, then asks next (if
+// any).
+type onlyClusters struct {
+	only []string
+	next storage.Predicate
+}
+
+// Matches implements storage.Predicate.
+func (o onlyClusters) Matches(ev *corev1.Event) bool {
+	c, _ := storage.SplitClusterNamespace(ev.Namespace)
+	return slices.Contains(o.only, c) && (o.next == nil || o.next.Matches(ev))
+}
+
 // predicate evaluates a predicate of the cluster's events (a CEL filter
 // reading metadata.namespace) on the event as the view serves it.
 type predicate struct {
@@ -242,6 +292,7 @@ func (n namespaceTerms) Matches(ev *corev1.Event) bool {
 
 // List implements storage.Interface.
 func (v *View) List(ctx context.Context, opts storage.ListOptions) (*storage.ListResult, error) {
+	v = v.scoped(opts.Selector)
 	sel, err := v.selector(opts.Selector)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
@@ -298,6 +349,7 @@ func (v *View) Delete(ctx context.Context, namespace, name string, pre storage.P
 
 // Watch implements storage.Interface.
 func (v *View) Watch(ctx context.Context, opts storage.WatchOptions) (storage.Watcher, error) {
+	v = v.scoped(opts.Selector)
 	sel, err := v.selector(opts.Selector)
 	if err != nil {
 		return nil, err
