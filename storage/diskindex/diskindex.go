@@ -1005,10 +1005,7 @@ func (d *Index) Keys(p index.Plan, at int64, after string, limit int) (keys []st
 	if p.None {
 		return nil, rev, nil
 	}
-	lower := ""
-	if p.Namespace != "" {
-		lower = p.Namespace + "/"
-	}
+	lower, upper := p.KeyRange()
 	exclusive := after != "" && after >= lower
 	start := lower
 	if exclusive {
@@ -1056,11 +1053,9 @@ func (d *Index) Keys(p index.Plan, at int64, after string, limit int) (keys []st
 	}()
 	open := func(pre []byte, object bool) error {
 		lo := append(append([]byte{}, pre...), start...)
-		var hi []byte
-		if lower != "" {
-			hi = index.PrefixEnd(append(append([]byte{}, pre...), lower...))
-		} else {
-			hi = index.PrefixEnd(pre)
+		hi := index.PrefixEnd(pre)
+		if upper != "" {
+			hi = append(append([]byte{}, pre...), upper...)
 		}
 		it, err := snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 		if err != nil {
@@ -1177,7 +1172,7 @@ func (d *Index) removedSince(snap *pebble.Snapshot, p index.Plan, poss []int, at
 	for it.First(); it.Valid(); it.Next() {
 		key := string(it.Key()[9:])
 		ns, name, _ := strings.Cut(key, "/")
-		if key <= after || p.Namespace != "" && ns != p.Namespace || p.Name != "" && name != p.Name {
+		if key <= after || p.Namespace != "" && ns != p.Namespace || !p.Clusters.Contains(ns) || p.Name != "" && name != p.Name {
 			continue
 		}
 		ok := p.Lookups == nil && p.Range == nil

@@ -418,10 +418,7 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 		at pos
 		in func(uint32) bool // still within the stream
 	}
-	lower := ""
-	if p.Namespace != "" {
-		lower = p.Namespace + "/"
-	}
+	lower, _ := p.KeyRange()
 	exclusive := after != "" && after >= lower
 	start := lower
 	if exclusive {
@@ -455,6 +452,9 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 	}
 	nsID := m.ids[p.Namespace]
 	inNS := func(o uint32) bool { return p.Namespace == "" || m.obj.ns(o) == nsID }
+	if p.Namespace == "" && !p.Clusters.IsAny() {
+		inNS = func(o uint32) bool { return p.Clusters.Contains(m.strs[m.obj.ns(o)]) }
+	}
 	vids := make([]uint32, len(p.Lookups)) // value ids; 0 for values the index does not hold
 	poss := make([]int, len(p.Lookups))
 	for i, lk := range p.Lookups {
@@ -469,7 +469,7 @@ func (m *Memory) Keys(p Plan, at int64, after string, limit int) (keys []string,
 		for i := sort.Search(len(m.removed), func(i int) bool { return m.removed[i].rev > at }); i < len(m.removed); i++ {
 			r := m.removed[i]
 			ns := m.strs[r.ns]
-			if compareKey(ns, r.name, after) <= 0 || p.Namespace != "" && ns != p.Namespace || p.Name != "" && r.name != p.Name {
+			if compareKey(ns, r.name, after) <= 0 || p.Namespace != "" && ns != p.Namespace || !p.Clusters.Contains(ns) || p.Name != "" && r.name != p.Name {
 				continue
 			}
 			ok := p.Lookups == nil

@@ -594,3 +594,37 @@ func TestCompareKey(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryKeysClusters: a plan of some clusters of a fleet reads only
+// their keys, whether it scans or looks values up, and at an older
+// revision only their removed keys.
+func TestMemoryKeysClusters(t *testing.T) {
+	m := NewMemory(All())
+	keys := []string{"shop/e1", "~a~shop/e1", "~a-b~shop/e1", "~b~default/e2", "~b~shop/e1"}
+	for i, k := range keys {
+		m.Put(event(k, func(ev *corev1.Event) { ev.Reason = "Pulled" }), int64(i+1))
+	}
+	m.Delete("~a~shop", "e1", 6)
+	for _, c := range []struct {
+		clusters storage.Clusters
+		at       int64
+		want     []string
+	}{
+		{storage.OneCluster(""), 0, []string{"shop/e1"}},
+		{storage.OneCluster("a"), 0, nil},
+		{storage.OneCluster("a"), 5, []string{"~a~shop/e1"}},
+		{storage.OneCluster("b"), 0, []string{"~b~default/e2", "~b~shop/e1"}},
+		{storage.NamedClusters(), 0, []string{"~a-b~shop/e1", "~b~default/e2", "~b~shop/e1"}},
+		{storage.AnyCluster(), 0, []string{"shop/e1", "~a-b~shop/e1", "~b~default/e2", "~b~shop/e1"}},
+	} {
+		for _, fs := range []eventapi.FieldSelector{nil, {{Field: eventapi.FieldReason, Value: "Pulled"}}} {
+			got, _, err := m.Keys(m.Set().Plan(storage.Selector{Clusters: c.clusters, Fields: fs}), c.at, "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(c.want, got); d != "" {
+				t.Errorf("%s at %d, fields %v (-want +got):\n%s", c.clusters, c.at, fs, d)
+			}
+		}
+	}
+}

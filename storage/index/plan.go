@@ -21,6 +21,9 @@ type Plan struct {
 	// Namespace, when set, restricts the candidates to that namespace (from
 	// Selector.Namespace or a metadata.namespace term).
 	Namespace string
+	// Clusters, without Namespace, restricts the candidates to the keys of
+	// some clusters of a fleet (Selector.Clusters).
+	Clusters storage.Clusters
 	// Name, when set (always with Namespace), makes Namespace/Name the only
 	// candidate: a metadata.name term within a namespace.
 	Name string
@@ -33,6 +36,23 @@ type Plan struct {
 	// whose entries hold every match: the selector's time range
 	// (storage.Selector.Since/Until) on LastObserved.
 	Range *Range
+}
+
+// KeyRange returns the range [from, to) of "<ns>/<name>" keys that hold
+// p's candidates (an empty to: no upper bound): its namespace's, or its
+// clusters'.
+func (p Plan) KeyRange() (from, to string) {
+	if p.Namespace != "" {
+		from = p.Namespace + "/"
+		return from, string(PrefixEnd([]byte(from)))
+	}
+	return p.Clusters.KeyRange()
+}
+
+// InRange reports whether key ("<ns>/<name>") is in p.KeyRange().
+func (p Plan) InRange(key string) bool {
+	from, to := p.KeyRange()
+	return key >= from && (to == "" || key < to)
 }
 
 // Plan returns how to find the events sel matches with the indexes of s.
@@ -74,7 +94,7 @@ func (s Set) Plan(sel storage.Selector) Plan {
 // equalities and object set, and the position in s of the index its
 // lookups use (len(s.ids) for none).
 func (s Set) planLookups(sel storage.Selector) (Plan, int) {
-	p := Plan{Namespace: sel.Namespace}
+	p := Plan{Namespace: sel.Namespace, Clusters: sel.Clusters}
 	if fns, ok := sel.Fields.Equal(eventapi.FieldNamespace); ok {
 		if p.Namespace != "" && p.Namespace != fns {
 			return Plan{None: true}, 0

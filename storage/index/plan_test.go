@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
 	corev1 "k8s.io/api/core/v1"
@@ -71,7 +72,7 @@ func TestPlan(t *testing.T) {
 		{"involves needs both indexes", Set{ids: []ID{InvolvedUID, Type}}, storage.Selector{Fields: eventapi.FieldSelector{eq(eventapi.FieldInvolvesUID, "u1")}}, Plan{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if d := cmp.Diff(c.want, c.set.Plan(c.sel)); d != "" {
+			if d := cmp.Diff(c.want, c.set.Plan(c.sel), cmpopts.EquateComparable(storage.Clusters{})); d != "" {
 				t.Errorf("Plan (-want +got):\n%s", d)
 			}
 		})
@@ -94,7 +95,7 @@ func TestIDsAreStable(t *testing.T) {
 	if LastObserved.String() != "lastObserved" {
 		t.Errorf("LastObserved.String() = %q", LastObserved.String())
 	}
-	if d := cmp.Diff(want, got); d != "" {
+	if d := cmp.Diff(want, got, cmpopts.EquateComparable(storage.Clusters{})); d != "" {
 		t.Errorf("Base (-want +got):\n%s", d)
 	}
 	seen := map[ID]bool{}
@@ -126,7 +127,7 @@ func TestEntries(t *testing.T) {
 	}
 	want := map[ID]string{InvolvedUID: "u1", InvolvedName: "p", RelatedName: "n1", Reason: "Pulled", Type: "Normal",
 		ReportingComponent: "kubelet", Source: "kubelet", ReportingInstance: "node-1", LastObserved: Bucket(time.Time{})}
-	if d := cmp.Diff(want, got); d != "" {
+	if d := cmp.Diff(want, got, cmpopts.EquateComparable(storage.Clusters{})); d != "" {
 		t.Errorf("Entries (-want +got):\n%s", d)
 	}
 	n := 0
