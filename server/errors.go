@@ -45,6 +45,8 @@ func statusError(err error, rr resourceRequest, name string) *apierrors.StatusEr
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid continue token: %v", err))
 	case errors.Is(err, clusterview.ErrAmbiguous):
 		return apierrors.NewConflict(gr, name, fmt.Errorf("%w: get it from one cluster, at %sNAME/", err, ClustersPathPrefix))
+	case errors.Is(err, clusterview.ErrInvalidNamespace):
+		return apierrors.NewBadRequest(err.Error())
 	case errors.Is(err, clusterview.ErrFleetReadOnly):
 		return newStatus(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, fleetReadOnly)
 	case errors.Is(err, storage.ErrClosed):

@@ -121,15 +121,25 @@ func (v *View) out(ev *corev1.Event) *corev1.Event {
 }
 
 // in returns a copy of ev to write to the cluster (the view is not a
-// fleet's).
-func (v *View) in(ev *corev1.Event) *corev1.Event {
+// fleet's). A namespace holding storage.ClusterMark is refused: in the
+// root cluster it would be another cluster's storage namespace (in a
+// named one it stays within the cluster's keys, but no such namespace
+// exists).
+func (v *View) in(ev *corev1.Event) (*corev1.Event, error) {
+	if !storage.ValidRequestNamespace(ev.Namespace) {
+		return nil, fmt.Errorf("event %s/%s: %w", ev.Namespace, ev.Name, ErrInvalidNamespace)
+	}
 	if v.cluster == "" {
-		return ev
+		return ev, nil
 	}
 	cp := *ev
 	cp.Namespace = v.ns(ev.Namespace)
-	return &cp
+	return &cp, nil
 }
+
+// ErrInvalidNamespace is returned by writes of an event whose namespace
+// holds storage.ClusterMark, which no namespace can.
+var ErrInvalidNamespace = errors.New("a namespace cannot hold " + string(storage.ClusterMark))
 
 // invalidNamespace is the error of a request naming a namespace no
 // cluster can have.
@@ -322,7 +332,11 @@ func (v *View) Create(ctx context.Context, ev *corev1.Event, opts storage.WriteO
 	if v.fleet {
 		return nil, ErrFleetReadOnly
 	}
-	out, err := v.base.Create(ctx, v.in(ev), opts)
+	in, err := v.in(ev)
+	if err != nil {
+		return nil, err
+	}
+	out, err := v.base.Create(ctx, in, opts)
 	return v.out(out), err
 }
 
@@ -331,7 +345,11 @@ func (v *View) Update(ctx context.Context, ev *corev1.Event, opts storage.WriteO
 	if v.fleet {
 		return nil, ErrFleetReadOnly
 	}
-	out, err := v.base.Update(ctx, v.in(ev), opts)
+	in, err := v.in(ev)
+	if err != nil {
+		return nil, err
+	}
+	out, err := v.base.Update(ctx, in, opts)
 	return v.out(out), err
 }
 

@@ -148,6 +148,11 @@ func testClusters(t *testing.T, h Harness) {
 	if _, err := fleet.Get(f.ctx, "shop", "e02"); !errors.Is(err, clusterview.ErrAmbiguous) {
 		t.Errorf("fleet get of a name three clusters hold: %v, want ErrAmbiguous", err)
 	}
+	for _, c := range clusterNames {
+		if _, err := views[c].Create(f.ctx, ev("~b~shop", "forged"), storage.WriteOptions{}); !errors.Is(err, clusterview.ErrInvalidNamespace) {
+			t.Errorf("cluster %q: a create in another cluster's storage namespace: %v, want ErrInvalidNamespace", c, err)
+		}
+	}
 	if _, err := fleet.Create(f.ctx, ev("shop", "x"), storage.WriteOptions{}); !errors.Is(err, clusterview.ErrFleetReadOnly) {
 		t.Errorf("fleet create: %v, want ErrFleetReadOnly", err)
 	}
