@@ -26,6 +26,7 @@
 // eventsd itself, or mirrored from its only source); its other lists
 // match the events' namespaces as their cluster has them:
 //
+//	rules:
 //	- clusters: [prod-east, prod-west]
 //	  types: [Warning]
 //	  ttl: 720h             # production warnings kept 30 days

@@ -35,18 +35,26 @@ func event(ns, typ, reason, controller, component string) *corev1.Event {
 	}
 }
 
+// decodePolicy is the policy of the configuration file doc, with
+// defaultTTL.
+func decodePolicy(t *testing.T, doc string, defaultTTL time.Duration) *Policy {
+	t.Helper()
+	c, err := Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPolicy(c, defaultTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestPolicyTTL: the first matching rule gives the TTL, each field
 // matches, every non-empty list must match, and an event no rule matches
 // gets the default.
 func TestPolicyTTL(t *testing.T) {
-	c, err := Decode([]byte(example))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewPolicy(c, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := decodePolicy(t, example, time.Hour)
 	for _, tc := range []struct {
 		name     string
 		ev       *corev1.Event
@@ -100,14 +108,7 @@ rules:
 // every cluster's; TTL is the root cluster's; StoredTTL reads the cluster
 // and the real namespace from a storage namespace.
 func TestPolicyClusterTTL(t *testing.T) {
-	c, err := Decode([]byte(fleetExample))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewPolicy(c, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := decodePolicy(t, fleetExample, time.Hour)
 	for _, tc := range []struct {
 		name, cluster string
 		ev            *corev1.Event
