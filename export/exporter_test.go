@@ -12,11 +12,13 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/google/go-cmp/cmp"
 	"github.com/kubevents/kubevents/export"
 	"github.com/kubevents/kubevents/export/webhook"
 	"github.com/kubevents/kubevents/export/webhook/webhooktest"
 	"github.com/kubevents/kubevents/internal/metricstest"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/clusterview"
 	"github.com/kubevents/kubevents/storage/pebblestore"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
@@ -587,5 +589,78 @@ func TestWebhookResentBatchKeepsItsKeys(t *testing.T) {
 		if got := keys(q.Records); strings.Join(got, " ") != strings.Join(keys(recs), " ") {
 			t.Errorf("attempt %d: records %q, want %q", i+1, got, keys(recs))
 		}
+	}
+}
+
+// TestFleetEventsCarryTheirCluster: events a fleet's clusters wrote into
+// the store (as their mirrors do, through clusterview) reach the sinks
+// with their cluster and real namespace, never the storage namespace
+// ("~east~shop"); filters select by cluster and by real namespace, the
+// root cluster named "".
+func TestFleetEventsCarryTheirCluster(t *testing.T) {
+	e := newEnv(t, pebblestore.Options{})
+	all, eastOnly, rootOnly, shop := &export.FakeSink{}, &export.FakeSink{}, &export.FakeSink{}, &export.FakeSink{}
+	specs := []export.SinkSpec{
+		{Name: "all", Sink: all},
+		{Name: "east", Sink: eastOnly, Filter: export.Filter{Clusters: []string{"east"}}},
+		{Name: "root", Sink: rootOnly, Filter: export.Filter{Clusters: []string{""}}},
+		{Name: "shop", Sink: shop},
+	}
+	specs[3].Filter.Namespaces = []string{"shop"}
+	e.start(specs...)
+	e.until("cursors", func() bool { return e.store.cursor("all") >= 0 && e.store.cursor("shop") >= 0 })
+
+	write := func(cluster, ns string) {
+		t.Helper()
+		_, err := clusterview.New(e.store, cluster).Create(e.ctx, &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: ns, Name: "web.1", UID: types.UID(cluster + "-" + ns)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web"},
+			Type:           corev1.EventTypeWarning, Reason: "BackOff", Count: 1,
+		}, storage.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("", "shop")
+	write("east", "shop")
+	write("west", "shop")
+	write("east", "batch")
+
+	type got struct{ cluster, ns, uid string }
+	of := func(rs []export.Record) []got {
+		var g []got
+		for _, r := range rs {
+			g = append(g, got{r.Cluster, r.Event.Namespace, string(r.Event.UID)})
+		}
+		return g
+	}
+	e.until("every change", func() bool { return len(all.Records()) == 4 })
+	for _, tc := range []struct {
+		sink *export.FakeSink
+		name string
+		want []got
+	}{
+		{all, "all", []got{{"", "shop", "-shop"}, {"east", "shop", "east-shop"}, {"west", "shop", "west-shop"}, {"east", "batch", "east-batch"}}},
+		{eastOnly, "east", []got{{"east", "shop", "east-shop"}, {"east", "batch", "east-batch"}}},
+		{rootOnly, "root", []got{{"", "shop", "-shop"}}},
+		{shop, "shop", []got{{"", "shop", "-shop"}, {"east", "shop", "east-shop"}, {"west", "shop", "west-shop"}}},
+	} {
+		e.until("sink "+tc.name, func() bool { return len(tc.sink.Records()) >= len(tc.want) })
+		if diff := cmp.Diff(tc.want, of(tc.sink.Records()), cmp.AllowUnexported(got{})); diff != "" {
+			t.Errorf("sink %s (-want +got):\n%s", tc.name, diff)
+		}
+	}
+	// The store's own objects keep their storage namespaces: the records'
+	// events are copies.
+	res, err := e.store.List(e.ctx, storage.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored []string
+	for _, ev := range res.Items {
+		stored = append(stored, ev.Namespace)
+	}
+	if diff := cmp.Diff([]string{"shop", "~east~batch", "~east~shop", "~west~shop"}, stored); diff != "" {
+		t.Errorf("stored namespaces (-want +got):\n%s", diff)
 	}
 }

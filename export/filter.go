@@ -2,17 +2,22 @@ package export
 
 import (
 	"github.com/kubevents/kubevents/eventapi"
+	"github.com/kubevents/kubevents/storage/clusterview"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-// Filter selects the changes a sink gets: those whose event meets the
-// criteria and whose kind of change is wanted (creates always are; updates
-// unless Updates is false; deletions only when Deletions is true).
+// Filter selects the changes a sink gets: those whose event is of one of
+// the clusters and meets the criteria, and whose kind of change is wanted
+// (creates always are; updates unless Updates is false; deletions only
+// when Deletions is true).
 type Filter struct {
-	// Criteria are the events' namespaces, types, reasons and reporting
-	// controllers; empty lists match any value.
+	// Clusters are the clusters of a fleet whose events the sink gets:
+	// cluster names, "" the root cluster; empty, every cluster's.
+	Clusters clusterview.Names `json:"clusters,omitempty"`
+	// Criteria are the events' (real, not storage) namespaces, types,
+	// reasons and reporting controllers; empty lists match any value.
 	eventapi.Criteria `json:",inline"`
 	// Updates, true when unset, exports updates: above all the count
 	// changes of a repeating event (a series growing from 2 to 600).
@@ -24,12 +29,13 @@ type Filter struct {
 
 // Validate returns the filter's errors, under path.
 func (f *Filter) Validate(path *field.Path) field.ErrorList {
-	return f.Criteria.Validate(path)
+	return append(f.Clusters.Validate(path.Child("clusters")), f.Criteria.Validate(path)...)
 }
 
-// Matches reports whether the change of type t to ev is one of the
+// Matches reports whether the change of type t to ev, an event of
+// cluster cluster ("" the root) with its real namespace, is one of the
 // filter's.
-func (f *Filter) Matches(t watch.EventType, ev *corev1.Event) bool {
+func (f *Filter) Matches(t watch.EventType, cluster string, ev *corev1.Event) bool {
 	switch t {
 	case watch.Added:
 	case watch.Modified:
@@ -43,5 +49,5 @@ func (f *Filter) Matches(t watch.EventType, ev *corev1.Event) bool {
 	default:
 		return false
 	}
-	return f.Criteria.Matches(ev)
+	return f.Clusters.Matches(cluster) && f.Criteria.Matches(ev)
 }

@@ -22,8 +22,12 @@ type Record struct {
 	Type watch.EventType
 	// Revision is the change's revision: the resourceVersion of Event.
 	Revision int64
+	// Cluster is the fleet's cluster the event is of, "" for the root
+	// cluster (an eventsd without a fleet has only that one).
+	Cluster string
 	// Event is the event's state after the change (for Deleted, its last
-	// state), with apiVersion v1 and kind Event set. Read-only: it is
+	// state), with apiVersion v1 and kind Event set, and its namespace
+	// the cluster's own (not the storage namespace). Read-only: it is
 	// shared with the store and other sinks.
 	Event *corev1.Event
 }
@@ -38,16 +42,24 @@ type jsonRecord struct {
 	Key      string          `json:"idempotencyKey"`
 	Type     watch.EventType `json:"type"`
 	Revision string          `json:"resourceVersion"`
+	Cluster  string          `json:"cluster,omitempty"`
 	Event    *corev1.Event   `json:"event"`
+}
+
+// jsonForm returns r as MarshalJSON writes it.
+func (r Record) jsonForm() jsonRecord {
+	return jsonRecord{Key: r.Key, Type: r.Type, Revision: strconv.FormatInt(r.Revision, 10), Cluster: r.Cluster, Event: r.Event}
 }
 
 // MarshalJSON writes the record as the webhook and file sinks send it:
 //
-//	{"idempotencyKey":"<uid>/<rv>","type":"MODIFIED","resourceVersion":"<rv>","event":{...}}
+//	{"idempotencyKey":"<uid>/<rv>","type":"MODIFIED","resourceVersion":"<rv>","cluster":"east","event":{...}}
 //
-// where event is the core/v1 Event, with apiVersion and kind.
+// where event is the core/v1 Event, with apiVersion and kind, and cluster
+// the fleet's cluster it is of, left out for the root cluster's events
+// (so records of an eventsd without a fleet are as they always were).
 func (r Record) MarshalJSON() ([]byte, error) {
-	return json.Marshal(jsonRecord{Key: r.Key, Type: r.Type, Revision: strconv.FormatInt(r.Revision, 10), Event: r.Event})
+	return json.Marshal(r.jsonForm())
 }
 
 // WriteJSON appends to buf what MarshalJSON returns, without the copy
@@ -55,7 +67,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 // their batches with it.
 func (r Record) WriteJSON(buf *bytes.Buffer) error {
 	// An Encoder escapes as Marshal does; it writes nothing on error.
-	if err := json.NewEncoder(buf).Encode(jsonRecord{Key: r.Key, Type: r.Type, Revision: strconv.FormatInt(r.Revision, 10), Event: r.Event}); err != nil {
+	if err := json.NewEncoder(buf).Encode(r.jsonForm()); err != nil {
 		return err
 	}
 	buf.Truncate(buf.Len() - 1) // Encode ends the value with a newline
@@ -72,7 +84,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return errors.New("export record: resourceVersion is not an integer")
 	}
-	*r = Record{Key: j.Key, Type: j.Type, Revision: rev, Event: j.Event}
+	*r = Record{Key: j.Key, Type: j.Type, Revision: rev, Cluster: j.Cluster, Event: j.Event}
 	return nil
 }
 

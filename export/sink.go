@@ -127,8 +127,8 @@ func (r *sinkRunner) consume(ctx context.Context, w storage.Watcher, b *batcher)
 			// re-watch; a bookmark there still lets the cursor be saved.
 			if ev.Revision > b.consumed {
 				b.consumed = ev.Revision
-				if isChange(ev.Type) && ev.Object != nil && r.spec.Filter.Matches(ev.Type, ev.Object) {
-					b.records = append(b.records, Record{Key: KeyOf(ev.Object, ev.Revision), Type: ev.Type, Revision: ev.Revision, Event: withTypeMeta(ev.Object)})
+				if rec, ok := recordOf(ev); ok && r.spec.Filter.Matches(rec.Type, rec.Cluster, rec.Event) {
+					b.records = append(b.records, rec)
 					if len(b.records) == 1 {
 						b.timer = clk.NewTimer(r.spec.MaxWait)
 					}
@@ -275,14 +275,27 @@ func (r *sinkRunner) warn(l *ratelog.Limiter, msg string, args ...any) {
 	}
 }
 
-// withTypeMeta returns ev with apiVersion v1 and kind Event set, copying
-// it (shallowly: nothing below is changed) only when they are not, since
-// stored objects are read-only.
-func withTypeMeta(ev *corev1.Event) *corev1.Event {
-	if ev.APIVersion == "v1" && ev.Kind == "Event" {
+// recordOf returns the record of a change the store's watch delivered;
+// false for what is no change (a bookmark). It is the one place events enter the exporter: a fleet's events are
+// stored under storage namespaces ("~east~shop", storage.ClusterNamespace),
+// and are split here into their cluster and real namespace, so that
+// filters and sinks only ever see real namespaces.
+func recordOf(ev storage.Event) (Record, bool) {
+	if !isChange(ev.Type) || ev.Object == nil {
+		return Record{}, false
+	}
+	cluster, ns := storage.SplitClusterNamespace(ev.Object.Namespace)
+	return Record{Key: KeyOf(ev.Object, ev.Revision), Type: ev.Type, Revision: ev.Revision, Cluster: cluster, Event: exported(ev.Object, ns)}, true
+}
+
+// exported returns ev with namespace ns, apiVersion v1 and kind Event,
+// copying it (shallowly: nothing below is changed) only when it differs,
+// since stored objects are read-only.
+func exported(ev *corev1.Event, ns string) *corev1.Event {
+	if ev.APIVersion == "v1" && ev.Kind == "Event" && ev.Namespace == ns {
 		return ev
 	}
 	c := *ev
-	c.APIVersion, c.Kind = "v1", "Event"
+	c.APIVersion, c.Kind, c.Namespace = "v1", "Event", ns
 	return &c
 }

@@ -19,4 +19,22 @@
 //
 // An empty or missing list matches any value; a rule matches an event when
 // every list it has contains the event's value.
+//
+// An eventsd serving a fleet (--sources-config) keeps each cluster's
+// events apart, and a rule's clusters list names the clusters whose
+// events it matches ("" naming the root cluster: the events written to
+// eventsd itself, or mirrored from its only source); its other lists
+// match the events' namespaces as their cluster has them:
+//
+//	rules:
+//	- clusters: [prod-east, prod-west]
+//	  types: [Warning]
+//	  ttl: 720h             # production warnings kept 30 days
+//	- clusters: [""]        # the root cluster's own events
+//	  ttl: 24h
+//
+// Whoever writes an event knows its cluster and asks Policy.ClusterTTL
+// (the server: the cluster of the request's path; a mirror: its
+// source's); Policy.TTL is the root cluster's; Policy.StoredTTL reads the
+// cluster from a stored event's storage namespace.
 package retention

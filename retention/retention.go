@@ -5,6 +5,8 @@ import (
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/internal/configfile"
 	"github.com/kubevents/kubevents/internal/duration"
+	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/clusterview"
 	"slices"
 	"strconv"
 	"time"
@@ -38,6 +40,11 @@ type Rule struct {
 	// Name, optional, names the rule in metrics; the rule's index
 	// otherwise.
 	Name string `json:"name,omitempty"`
+	// Clusters are the clusters of a fleet (--sources-config) whose
+	// events the rule matches, by name; "" names the root cluster (the
+	// events written to eventsd itself, or mirrored from its only
+	// source). Empty: every cluster's, the root's included.
+	Clusters clusterview.Names `json:"clusters,omitempty"`
 	// Criteria are the rule's namespaces, types, reasons and reporting
 	// controllers.
 	eventapi.Criteria `json:",inline"`
@@ -61,6 +68,7 @@ func (c *Configuration) Validate() field.ErrorList {
 		} else if d <= 0 {
 			errs = append(errs, field.Invalid(p.Child("ttl"), r.TTL, "must be positive"))
 		}
+		errs = append(errs, r.Clusters.Validate(p.Child("clusters"))...)
 		errs = append(errs, r.Criteria.Validate(p)...)
 		if r.Name != "" {
 			if prev, dup := names[r.Name]; dup {
@@ -135,14 +143,36 @@ func (p *Policy) RuleNames() []string {
 	return append(slices.Clone(p.names), DefaultRuleName)
 }
 
-// TTL returns the TTL of a write of ev and the name of the rule that chose
-// it: the first matching rule's name (its index when unnamed), or
-// DefaultRuleName and the default TTL.
+// TTL returns the TTL of a write of ev, an event of the root cluster,
+// and the name of the rule that chose it: ClusterTTL("", ev).
 func (p *Policy) TTL(ev *corev1.Event) (time.Duration, string) {
+	return p.ClusterTTL("", ev)
+}
+
+// ClusterTTL returns the TTL of a write of ev, an event of cluster
+// cluster ("" the root cluster) with that cluster's own namespace (not
+// its storage namespace), and the name of the rule that chose it: the
+// first matching rule's name (its index when unnamed), or
+// DefaultRuleName and the default TTL.
+func (p *Policy) ClusterTTL(cluster string, ev *corev1.Event) (time.Duration, string) {
 	for i := range p.rules {
-		if p.rules[i].Matches(ev) {
+		if p.rules[i].Clusters.Matches(cluster) && p.rules[i].Matches(ev) {
 			return p.ttls[i], p.names[i]
 		}
 	}
 	return p.defaultTTL, DefaultRuleName
+}
+
+// StoredTTL is ClusterTTL of an event as the store holds it: its
+// namespace a storage namespace (storage.ClusterNamespace), which names
+// its cluster. What reads the store itself (the storage budget naming
+// the rule of an event it expires) asks this.
+func (p *Policy) StoredTTL(ev *corev1.Event) (time.Duration, string) {
+	cluster, ns := storage.SplitClusterNamespace(ev.Namespace)
+	if cluster != "" {
+		cp := *ev // shallow: only the namespace differs
+		cp.Namespace = ns
+		ev = &cp
+	}
+	return p.ClusterTTL(cluster, ev)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubevents/kubevents/storage"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -34,18 +35,26 @@ func event(ns, typ, reason, controller, component string) *corev1.Event {
 	}
 }
 
+// decodePolicy is the policy of the configuration file doc, with
+// defaultTTL.
+func decodePolicy(t *testing.T, doc string, defaultTTL time.Duration) *Policy {
+	t.Helper()
+	c, err := Decode([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPolicy(c, defaultTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestPolicyTTL: the first matching rule gives the TTL, each field
 // matches, every non-empty list must match, and an event no rule matches
 // gets the default.
 func TestPolicyTTL(t *testing.T) {
-	c, err := Decode([]byte(example))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewPolicy(c, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := decodePolicy(t, example, time.Hour)
 	for _, tc := range []struct {
 		name     string
 		ev       *corev1.Event
@@ -75,6 +84,67 @@ func TestPolicyTTL(t *testing.T) {
 	}
 }
 
+const fleetExample = `apiVersion: eventsd.kubevents.io/v1alpha1
+kind: RetentionConfiguration
+rules:
+- name: east-warnings
+  clusters: [east]
+  types: [Warning]
+  ttl: 720h
+- name: root
+  clusters: [""]
+  ttl: 2h
+- name: prod
+  clusters: [east, west]
+  namespaces: [prod]
+  ttl: 24h
+- name: any-backoff
+  reasons: [BackOff]
+  ttl: 48h
+`
+
+// TestPolicyClusterTTL: a rule naming clusters matches only their
+// events, "" naming the root cluster; a rule without clusters matches
+// every cluster's; TTL is the root cluster's; StoredTTL reads the cluster
+// and the real namespace from a storage namespace.
+func TestPolicyClusterTTL(t *testing.T) {
+	p := decodePolicy(t, fleetExample, time.Hour)
+	for _, tc := range []struct {
+		name, cluster string
+		ev            *corev1.Event
+		ttl           time.Duration
+		rule          string
+	}{
+		{"east's warning", "east", event("shop", "Warning", "X", "", ""), 720 * time.Hour, "east-warnings"},
+		{"west's warning", "west", event("shop", "Warning", "X", "", ""), time.Hour, DefaultRuleName},
+		{"root's warning", "", event("shop", "Warning", "X", "", ""), 2 * time.Hour, "root"},
+		{"east's prod", "east", event("prod", "Normal", "X", "", ""), 24 * time.Hour, "prod"},
+		{"west's prod", "west", event("prod", "Normal", "X", "", ""), 24 * time.Hour, "prod"},
+		{"north's prod", "north", event("prod", "Normal", "X", "", ""), time.Hour, DefaultRuleName},
+		{"north's backoff: a rule without clusters", "north", event("shop", "Normal", "BackOff", "", ""), 48 * time.Hour, "any-backoff"},
+		{"root's backoff: the root rule first", "", event("shop", "Normal", "BackOff", "", ""), 2 * time.Hour, "root"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if ttl, rule := p.ClusterTTL(tc.cluster, tc.ev); ttl != tc.ttl || rule != tc.rule {
+				t.Errorf("ClusterTTL = %v by %q, want %v by %q", ttl, rule, tc.ttl, tc.rule)
+			}
+			stored := tc.ev.DeepCopy()
+			stored.Namespace = storage.ClusterNamespace(tc.cluster, tc.ev.Namespace)
+			if ttl, rule := p.StoredTTL(stored); ttl != tc.ttl || rule != tc.rule {
+				t.Errorf("StoredTTL(%s) = %v by %q, want %v by %q", stored.Namespace, ttl, rule, tc.ttl, tc.rule)
+			}
+			if stored.Namespace != storage.ClusterNamespace(tc.cluster, tc.ev.Namespace) {
+				t.Errorf("StoredTTL changed the event's namespace to %q", stored.Namespace)
+			}
+			if tc.cluster == "" {
+				if ttl, rule := p.TTL(tc.ev); ttl != tc.ttl || rule != tc.rule {
+					t.Errorf("TTL = %v by %q, want ClusterTTL's %v by %q", ttl, rule, tc.ttl, tc.rule)
+				}
+			}
+		})
+	}
+}
+
 // TestNilConfiguration: without a configuration every event gets the
 // default.
 func TestNilConfiguration(t *testing.T) {
@@ -101,6 +171,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"negative ttl", head + "rules:\n- ttl: -1h\n", `rules[0].ttl: Invalid value: "-1h": must be positive`},
 		{"unknown type", head + "rules:\n- types: [Normal, Error]\n  ttl: 1h\n", `rules[0].types[1]: Unsupported value: "Error"`},
 		{"duplicate name", head + "rules:\n- name: a\n  ttl: 1h\n- name: a\n  ttl: 2h\n", `rules[1].name: Duplicate value`},
+		{"bad cluster", head + "rules:\n- clusters: [east, East]\n  ttl: 1h\n", `rules[0].clusters[1]: Invalid value: "East"`},
+		{"cluster twice", head + "rules:\n- clusters: [\"\", east, \"\"]\n  ttl: 1h\n", `rules[0].clusters[2]: Duplicate value`},
+		{"cluster not a list", head + "rules:\n- clusters: east\n  ttl: 1h\n", `rules[0].clusters: Invalid value: "east": want a list`},
 		{"reserved name", head + "rules:\n- name: default\n  ttl: 1h\n", `rules[0].name: Invalid value: "default"`},
 		{"wrong kind", "apiVersion: eventsd.kubevents.io/v1alpha1\nkind: Retention\nrules: []\n", `found apiVersion "eventsd.kubevents.io/v1alpha1", kind "Retention"`},
 		{"no apiVersion", "kind: RetentionConfiguration\n", `want apiVersion eventsd.kubevents.io/v1alpha1`},

@@ -160,7 +160,7 @@ func (s *Server) foldInto(ctx context.Context, target, ev *corev1.Event, v event
 	if se := s.checkObjectSize(folded); se != nil {
 		return nil, se, nil
 	}
-	wo, retentionRule := s.writeOptions(folded)
+	wo, retentionRule := s.writeOptions(ctx, folded)
 	wo.Precondition.Revision, _ = strconv.ParseInt(target.ResourceVersion, 10, 64)
 	out, err := s.store(ctx).Update(ctx, folded, wo)
 	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
@@ -289,7 +289,7 @@ func (s *Server) resolveRace(ctx context.Context, created *corev1.Event, v event
 	}
 	// The earlier event vanished or would grow too large: store this one
 	// again rather than lose its occurrences.
-	if _, cerr := s.store(ctx).Create(ctx, incoming, storage.WriteOptions{TTL: s.ttl(incoming)}); cerr == nil {
+	if _, cerr := s.store(ctx).Create(ctx, incoming, storage.WriteOptions{TTL: s.ttl(ctx, incoming)}); cerr == nil {
 		s.folder.races.WithLabelValues("kept").Inc()
 		return nil
 	} else if err == nil && se != nil {
@@ -303,8 +303,9 @@ func (s *Server) resolveRace(ctx context.Context, created *corev1.Event, v event
 	return nil
 }
 
-// ttl is the retention policy's TTL of a write of ev.
-func (s *Server) ttl(ev *corev1.Event) time.Duration {
-	wo, _ := s.writeOptions(ev)
+// ttl is the retention policy's TTL of a write of ev in the request's
+// scope.
+func (s *Server) ttl(ctx context.Context, ev *corev1.Event) time.Duration {
+	wo, _ := s.writeOptions(ctx, ev)
 	return wo.TTL
 }

@@ -172,11 +172,13 @@ func (s *Server) checkObjectSize(ev *corev1.Event) *apierrors.StatusError {
 	return nil
 }
 
-// writeOptions are the storage options of a write of ev: its TTL is the
-// retention policy's for ev. rule names the policy's rule that chose it,
-// for countRetention once the write is stored.
-func (s *Server) writeOptions(ev *corev1.Event) (opts storage.WriteOptions, rule string) {
-	ttl, rule := s.retention.TTL(ev)
+// writeOptions are the storage options of a write of ev in the request's
+// scope (ctx): its TTL is the retention policy's for ev in the scope's
+// cluster ("" the root cluster's, or a fleet's cluster's name, whose rules
+// may name it). rule names the policy's rule that chose it, for
+// countRetention once the write is stored.
+func (s *Server) writeOptions(ctx context.Context, ev *corev1.Event) (opts storage.WriteOptions, rule string) {
+	ttl, rule := s.retention.ClusterTTL(s.scopeOf(ctx).name, ev)
 	return storage.WriteOptions{TTL: ttl}, rule
 }
 
@@ -185,11 +187,20 @@ func (s *Server) countRetention(rule string) {
 	s.metrics.retentionWrites.WithLabelValues(rule).Inc()
 }
 
-// CountRetentionWrite counts a write of ev that another writer of the
-// store (the mirror) stored, in eventsd_retention_rule_writes_total by
-// the rule that chose its TTL, as the API's own writes are counted.
+// CountRetentionWrite counts a write of ev, an event of the root cluster,
+// that another writer of the store (the mirror) stored:
+// CountClusterRetentionWrite("", ev).
 func (s *Server) CountRetentionWrite(ev *corev1.Event) {
-	_, rule := s.retention.TTL(ev)
+	s.CountClusterRetentionWrite("", ev)
+}
+
+// CountClusterRetentionWrite counts a write of ev, an event of cluster
+// cluster ("" the root) with the cluster's own namespace, that another
+// writer of the store (a fleet's mirror of that cluster) stored, in
+// eventsd_retention_rule_writes_total by the rule that chose its TTL
+// (retention.Policy.ClusterTTL), as the API's own writes are counted.
+func (s *Server) CountClusterRetentionWrite(cluster string, ev *corev1.Event) {
+	_, rule := s.retention.ClusterTTL(cluster, ev)
 	s.countRetention(rule)
 }
 
@@ -335,7 +346,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rr resourceReque
 // the one generated is taken, and returns it, or the error to answer.
 func (s *Server) storeCreate(ctx context.Context, rr resourceRequest, ev *corev1.Event, generated bool) (*corev1.Event, *apierrors.StatusError) {
 	for attempt := 1; ; attempt++ {
-		wo, rule := s.writeOptions(ev)
+		wo, rule := s.writeOptions(ctx, ev)
 		out, err := s.store(ctx).Create(ctx, ev, wo)
 		if errors.Is(err, storage.ErrExists) && generated {
 			if attempt < maxGenerateNameAttempts {
@@ -431,7 +442,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 			if !admit(ev, true) {
 				return
 			}
-			wo, rule := s.writeOptions(ev)
+			wo, rule := s.writeOptions(ctx, ev)
 			out, err := s.store(ctx).Create(ctx, ev, wo)
 			if errors.Is(err, storage.ErrExists) {
 				continue // created concurrently: update it instead
@@ -475,7 +486,7 @@ func (s *Server) guaranteedUpdate(w http.ResponseWriter, r *http.Request, rr res
 		if !admit(ev, false) {
 			return
 		}
-		wo, rule := s.writeOptions(ev)
+		wo, rule := s.writeOptions(ctx, ev)
 		wo.Precondition.Revision = curRev
 		out, err := s.store(ctx).Update(ctx, ev, wo)
 		if errors.Is(err, storage.ErrConflict) && want != 0 {

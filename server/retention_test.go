@@ -8,12 +8,14 @@ import (
 
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
+	"github.com/kubevents/kubevents/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 )
 
 // retentionRules are the example: Warning events kept 7 days,
@@ -157,5 +159,74 @@ func TestRetentionReportingController(t *testing.T) {
 	}
 	if n := metricstest.Sum(t, reg, "eventsd_retention_rule_writes_total", "rule", retention.DefaultRuleName); n != 1 {
 		t.Errorf("writes by the default: %v, want 1 (source scheduler)", n)
+	}
+}
+
+// TestRetentionRuleNamingCluster: with a fleet, a rule naming cluster
+// east gives east's events its TTL and not west's, whose events keep the
+// default, nor the root cluster's, which a rule naming "" gives its own;
+// writes are counted by the rule chosen in their cluster, the mirror's
+// (CountClusterRetentionWrite) as the API's.
+func TestRetentionRuleNamingCluster(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnvWith(t, time.Hour, func(c *server.Config) {
+		c.Clusters = []server.Cluster{{Name: "east"}, {Name: "west"}}
+		c.Retention = &retention.Configuration{
+			TypeMeta: metav1.TypeMeta{APIVersion: retention.ConfigurationAPIVersion, Kind: retention.ConfigurationKind},
+			Rules: []retention.Rule{
+				{Name: "east", Clusters: []string{"east"}, TTL: "24h"},
+				{Name: "root", Clusters: []string{""}, TTL: "3h"},
+			},
+		}
+		c.Registry = reg
+	})
+	w, err := e.store.Watch(e.ctx, storage.WatchOptions{Revision: e.store.Revision()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for cs, msg := range map[kubernetes.Interface]string{clusterClient(t, e.url, "east"): "east", clusterClient(t, e.url, "west"): "west", e.cs: "root"} {
+		if _, err := cs.CoreV1().Events("shop").Create(e.ctx, fleetEvent("same", msg), metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create in %s: %v", msg, err)
+		}
+	}
+	// nextExpired is the storage namespace of the next event to expire.
+	nextExpired := func() string {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok || ev.Err != nil {
+					t.Fatalf("store watch ended: %v", ev.Err)
+				}
+				if ev.Type == watch.Deleted {
+					return ev.Object.Namespace
+				}
+			case <-deadline:
+				t.Fatal("nothing expired within 10s")
+			}
+		}
+	}
+	e.clock.Step(time.Hour + time.Second)
+	if got := nextExpired(); got != "~west~shop" {
+		t.Fatalf("%s expired at the default TTL, want west's event only", got)
+	}
+	e.clock.Step(2 * time.Hour)
+	if got := nextExpired(); got != "shop" {
+		t.Fatalf("%s expired at 3h, want the root cluster's event (rule root)", got)
+	}
+	e.clock.Step(21 * time.Hour)
+	if got := nextExpired(); got != "~east~shop" {
+		t.Fatalf("%s expired at 24h, want east's event (rule east)", got)
+	}
+
+	e.srv.CountClusterRetentionWrite("east", fleetEvent("mirrored", "east"))
+	e.srv.CountClusterRetentionWrite("west", fleetEvent("mirrored", "west"))
+	e.srv.CountRetentionWrite(fleetEvent("mirrored", "root"))
+	for rule, want := range map[string]float64{"east": 2, "root": 2, retention.DefaultRuleName: 2} {
+		if n := metricstest.Sum(t, reg, "eventsd_retention_rule_writes_total", "rule", rule); n != want {
+			t.Errorf("eventsd_retention_rule_writes_total{rule=%q} = %v, want %v", rule, n, want)
+		}
 	}
 }

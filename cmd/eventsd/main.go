@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -315,13 +316,14 @@ func run(ctx context.Context, o options) error {
 	}
 	// The storage budget counts its early expirations by the rule that
 	// gave each event its TTL, which the server's policy chose at its
-	// last write: the same policy names it again.
+	// last write: the same policy names it again, in the cluster the
+	// stored event's storage namespace names.
 	policy, err := retention.NewPolicy(retentionConfig, o.eventTTL)
 	if err != nil {
 		return fmt.Errorf("--retention-config: %w", err)
 	}
 	ruleOf := func(ev *corev1.Event) string {
-		_, rule := policy.TTL(ev)
+		_, rule := policy.StoredTTL(ev)
 		return rule
 	}
 	auth, err := access.Build(ao)
@@ -629,6 +631,13 @@ func logPolicies(log *slog.Logger, rc *retention.Configuration, policy *retentio
 		names := policy.RuleNames()
 		for i, r := range rc.Rules {
 			attrs := []any{"rule", names[i], "ttl", r.TTL}
+			if len(r.Clusters) > 0 {
+				cs := make([]string, len(r.Clusters))
+				for j, c := range r.Clusters {
+					cs[j] = cmp.Or(c, `""`) // the root cluster
+				}
+				attrs = append(attrs, "clusters", strings.Join(cs, ","))
+			}
 			for _, c := range []struct {
 				key    string
 				values []string

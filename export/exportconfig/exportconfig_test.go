@@ -26,6 +26,7 @@ sinks:
     format: slack
 - name: collector
   filter:
+    clusters: ["", east]
     deletions: true
   otlp:
     endpoint: 127.0.0.1:4317
@@ -69,6 +70,9 @@ func TestDecodeAndBuild(t *testing.T) {
 	if !specs[1].Filter.Deletions {
 		t.Error("collector: deletions not read")
 	}
+	if c := specs[1].Filter.Clusters; len(c) != 2 || c[0] != "" || c[1] != "east" {
+		t.Errorf("collector: clusters %q, want the root and east", c)
+	}
 }
 
 // TestDecodeErrors name the sink and field at fault.
@@ -81,6 +85,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"bad name", head + "sinks:\n- name: A_b\n  file: {path: /tmp/x}\n", `sinks[0].name: Invalid value: "A_b"`},
 		{"duplicate name", head + "sinks:\n- name: a\n  file: {path: /tmp/x}\n- name: a\n  file: {path: /tmp/y}\n", "sinks[1].name: Duplicate value"},
 		{"bad type filter", head + "sinks:\n- name: a\n  filter: {types: [Error]}\n  file: {path: /tmp/x}\n", `sinks[0].filter.types[0]: Unsupported value: "Error"`},
+		{"bad cluster", head + "sinks:\n- name: a\n  filter: {clusters: [east, East_1]}\n  file: {path: /tmp/x}\n", `sinks[0].filter.clusters[1]: Invalid value: "East_1"`},
+		{"cluster twice", head + "sinks:\n- name: a\n  filter: {clusters: [east, east]}\n  file: {path: /tmp/x}\n", `sinks[0].filter.clusters[1]: Duplicate value`},
 		{"sink's own field", head + "sinks:\n- name: a\n  webhook: {url: 'ftp://x'}\n", "sinks[0].webhook.url"},
 		{"unknown field", head + "sinks:\n- name: a\n  fliter: {}\n  file: {path: /tmp/x}\n", `unknown field "sinks[0].fliter"`},
 		{"wrong kind", "apiVersion: eventsd.kubevents.io/v1alpha1\nkind: RetentionConfiguration\nsinks: []\n", `want apiVersion eventsd.kubevents.io/v1alpha1, kind ExportConfiguration`},

@@ -375,3 +375,37 @@ func TestValidate(t *testing.T) {
 		t.Errorf("Validate: %v", errs)
 	}
 }
+
+// TestLinesCarryTheCluster: a fleet cluster's line carries
+// "cluster":"east" before its event; a root cluster's line is as it was
+// before fleets, without the field; both read back, and a file with both
+// reopens and appends (the torn-line check reads either).
+func TestLinesCarryTheCluster(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.jsonl")
+	s := newSink(t, file.Config{Path: path}, file.Options{})
+	batch := records(0, 2)
+	batch[1].Cluster = "east"
+	send(t, s, batch)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines: %s", len(lines), data)
+	}
+	if strings.Contains(lines[0], `"cluster"`) {
+		t.Errorf("the root cluster's line has a cluster field: %s", lines[0])
+	}
+	if want := `"resourceVersion":"1001","cluster":"east","event":{`; !strings.Contains(lines[1], want) {
+		t.Errorf("east's line lacks %s: %s", want, lines[1])
+	}
+	s = newSink(t, file.Config{Path: path}, file.Options{})
+	send(t, s, records(2, 1))
+	if diff := cmp.Diff(append(batch, records(2, 1)...), readLines(t, path)); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+}

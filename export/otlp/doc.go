@@ -18,11 +18,15 @@
 //   - resource attributes: k8s.node.name (source.host) and, from the
 //     involved object, k8s.object.kind, k8s.object.name, k8s.object.uid,
 //     k8s.object.fieldpath, k8s.object.api_version and
-//     k8s.object.resource_version;
+//     k8s.object.resource_version; for the events of a fleet's cluster
+//     (export.Record.Cluster), k8s.cluster.name too (OpenTelemetry's
+//     semantic convention), left out for the root cluster's, so that an
+//     eventsd without a fleet sends what it always sent;
 //   - record attributes: k8s.event.reason, k8s.event.action,
 //     k8s.event.start_time (the event's creationTimestamp, formatted as the
 //     receiver formats it), k8s.event.name, k8s.event.uid,
-//     k8s.namespace.name (the involved object's namespace) and, when
+//     k8s.namespace.name (the involved object's namespace, the
+//     cluster's own, never a storage namespace) and, when
 //     non-zero, k8s.event.count;
 //   - body: the event's message;
 //   - severity: type Normal is INFO, Warning WARN, Error ERROR, Critical

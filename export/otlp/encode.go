@@ -17,6 +17,10 @@ import (
 // receiver's (and OpenTelemetry's semantic conventions where one exists);
 // the kubevents.* ones are this sink's own.
 const (
+	// AttrClusterName is the resource attribute of a fleet's cluster
+	// (OpenTelemetry's k8s.cluster.name), left out for the root
+	// cluster's events.
+	AttrClusterName           = "k8s.cluster.name"
 	AttrNodeName              = "k8s.node.name"
 	AttrObjectKind            = "k8s.object.kind"
 	AttrObjectName            = "k8s.object.name"
@@ -94,8 +98,9 @@ func unixNano(t time.Time) uint64 {
 // Attributes per record and resource: their number fixes the size of the
 // encoder's blocks.
 const (
-	// resourceAttrs is the number of resource attributes.
-	resourceAttrs = 7
+	// resourceAttrs is the most resource attributes (k8s.cluster.name
+	// is only there for a fleet's cluster).
+	resourceAttrs = 8
 	// recordAttrs is the most record attributes (k8s.event.count is
 	// only there when non-zero).
 	recordAttrs = 10
@@ -107,12 +112,14 @@ const (
 )
 
 // resourceKey identifies a record's resource: its attributes' values, in
-// the order of resourceAttrs' keys.
+// the order of resourceAttrs' keys; an empty cluster (the first) is left
+// out.
 type resourceKey [resourceAttrs]string
 
 // resourceAttrKeys are the resource attributes' keys in the order the
 // OpenTelemetry SDK sends them (sorted, as its attribute sets are).
 var resourceAttrKeys = [resourceAttrs]string{
+	AttrClusterName,
 	AttrNodeName,
 	AttrObjectAPIVersion,
 	AttrObjectFieldPath,
@@ -122,11 +129,13 @@ var resourceAttrKeys = [resourceAttrs]string{
 	AttrObjectUID,
 }
 
-// resourceKeyOf returns the key of ev's resource: where it happened and
-// the object it is about, in resourceAttrKeys' order.
-func resourceKeyOf(ev *corev1.Event) resourceKey {
+// resourceKeyOf returns the key of r's resource: where it happened (the
+// cluster, the node) and the object it is about, in resourceAttrKeys'
+// order.
+func resourceKeyOf(r *export.Record) resourceKey {
+	ev := r.Event
 	o := &ev.InvolvedObject
-	return resourceKey{ev.Source.Host, o.APIVersion, o.FieldPath, o.Kind, o.Name, o.ResourceVersion, string(o.UID)}
+	return resourceKey{r.Cluster, ev.Source.Host, o.APIVersion, o.FieldPath, o.Kind, o.Name, o.ResourceVersion, string(o.UID)}
 }
 
 // encoder writes batches of records straight into OTLP's generated types
@@ -228,7 +237,7 @@ func (e *encoder) encode(batch []export.Record) *collogpb.ExportLogsServiceReque
 	clear(e.index)
 	keys := make([]resourceKey, len(batch))
 	for i := range batch {
-		keys[i] = resourceKeyOf(batch[i].Event)
+		keys[i] = resourceKeyOf(&batch[i])
 		e.index[keys[i]] = nil
 	}
 	b := newBlocks(len(batch), len(e.index))
@@ -244,6 +253,9 @@ func (e *encoder) encode(batch []export.Record) *collogpb.ExportLogsServiceReque
 			r := &res[n]
 			r.Attributes = b.attrs(resourceAttrs)
 			for j, k := range resourceAttrKeys {
+				if k == AttrClusterName && keys[i][j] == "" {
+					continue
+				}
 				r.Attributes = append(r.Attributes, b.kv(k, b.str(keys[i][j])))
 			}
 			sl := &sls[n]

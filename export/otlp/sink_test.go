@@ -472,3 +472,42 @@ func TestObservedTimestampFromClock(t *testing.T) {
 		})
 	}
 }
+
+// TestSendCarriesTheCluster: a fleet cluster's record has the resource
+// attribute k8s.cluster.name, on a resource of its own even when the
+// root cluster's same event shares everything else; the root cluster's
+// has none, as before fleets. The namespace attribute is the real one.
+func TestSendCarriesTheCluster(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			r := otlptest.Start(t, otlptest.Options{})
+			s := newSink(t, plainConfig(r, proto))
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			ev := testBatch()[1].Event
+			root := export.Record{Key: "root/21", Type: watch.Added, Revision: 21, Event: ev}
+			east := export.Record{Key: "east/22", Type: watch.Added, Revision: 22, Cluster: "east", Event: ev}
+			if err := s.Send(ctx, []export.Record{root, east}); err != nil {
+				t.Fatalf("Send: %v", err)
+			}
+			got := byKey(t, r.Records())
+			if len(got) != 2 {
+				t.Fatalf("got %d records, want 2", len(got))
+			}
+			podRes := want(proto)["uid-2/12"].Resource
+			eastRes := map[string]any{"k8s.cluster.name": "east"}
+			for k, v := range podRes {
+				eastRes[k] = v
+			}
+			for key, res := range map[string]map[string]any{"root/21": podRes, "east/22": eastRes} {
+				g := got[key]
+				if diff := cmp.Diff(res, g.Resource); diff != "" {
+					t.Errorf("%s: resource (-want +got):\n%s", key, diff)
+				}
+				if ns := g.Attributes[otlp.AttrNamespaceName]; ns != "ns1" {
+					t.Errorf("%s: %s = %v, want ns1", key, otlp.AttrNamespaceName, ns)
+				}
+			}
+		})
+	}
+}

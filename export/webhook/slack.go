@@ -26,6 +26,8 @@ const ellipsis = "…"
 //
 //	<type> <reason> <kind> <namespace>/<name>: <message> (count N) [<key>]
 //
+// prefixed with "[<cluster>] " for the events of a fleet's cluster (not
+// the root cluster's),
 // with "(count N)" only for a repeated event (the larger of count and
 // series.count) and "(deleted)" after it for a deletion; ": <message>"
 // is left out when the message is empty. The message's
@@ -39,6 +41,11 @@ func SlackLine(r export.Record) string {
 // to the message's end) and the part kept whole (count, deletion, key).
 func slackLineParts(r export.Record) (head, tail string) {
 	var h, t strings.Builder
+	if r.Cluster != "" {
+		h.WriteString("[")
+		h.WriteString(r.Cluster)
+		h.WriteString("] ")
+	}
 	ev := r.Event
 	if ev == nil {
 		h.WriteString("(no event)")

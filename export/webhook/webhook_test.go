@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -558,5 +559,45 @@ func TestReceiverKeysOnly(t *testing.T) {
 	}
 	if q := r.Requests()[0]; q.Body != nil {
 		t.Errorf("body kept: %d bytes", len(q.Body))
+	}
+}
+
+// TestRecordsCarryTheCluster: a fleet cluster's record carries
+// "cluster":"east" in the POSTed JSON and in a Slack line; a root
+// cluster's record has no cluster field at all, as before fleets.
+func TestRecordsCarryTheCluster(t *testing.T) {
+	r := webhooktest.New(t, webhooktest.Options{})
+	s := newSink(t, webhook.Config{URL: r.URL()}, webhook.Options{})
+	root := record(watch.Added, event("uid-r", "shop", "web-1", "Warning", "BackOff", "m", 1), 7)
+	east := record(watch.Added, event("uid-e", "shop", "web-1", "Warning", "BackOff", "m", 1), 8)
+	east.Cluster = "east"
+	if err := s.Send(ctx(t), []export.Record{root, east}); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	reqs := r.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests, want 1", len(reqs))
+	}
+	var raw []map[string]json.RawMessage
+	if err := json.Unmarshal(reqs[0].Body, &raw); err != nil {
+		t.Fatalf("body %s: %v", reqs[0].Body, err)
+	}
+	if len(raw) != 2 {
+		t.Fatalf("%d records in %s", len(raw), reqs[0].Body)
+	}
+	if c, ok := raw[0]["cluster"]; ok {
+		t.Errorf("the root cluster's record has a cluster field %s", c)
+	}
+	if got := string(raw[1]["cluster"]); got != `"east"` {
+		t.Errorf("east's record has cluster %s, want \"east\"", got)
+	}
+	if got := reqs[0].Records; len(got) != 2 || got[0].Cluster != "" || got[1].Cluster != "east" || got[1].Event.Namespace != "shop" {
+		t.Errorf("records read back: %+v", got)
+	}
+	if got, want := webhook.SlackLine(east), "[east] Warning BackOff Pod shop/web-1: m [uid-e/8]"; got != want {
+		t.Errorf("east's Slack line %q, want %q", got, want)
+	}
+	if got, want := webhook.SlackLine(root), "Warning BackOff Pod shop/web-1: m [uid-r/7]"; got != want {
+		t.Errorf("root's Slack line %q, want %q", got, want)
 	}
 }
