@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/mirror"
+	"github.com/kubevents/kubevents/mirror/sourcesconfig"
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
@@ -43,13 +44,10 @@ type sourceOptions struct {
 	allowExisting bool
 }
 
-// Defaults of the source client's rate limits: the mirror makes one
-// watch and, at start or after a 410, a list of 500-event pages (a
-// 100,000-event cluster in 200 requests), so a modest share of the
-// source's priority level is enough.
+// Defaults of the source client's rate limits, a fleet's sources' too.
 const (
-	defaultSourceQPS   = 20
-	defaultSourceBurst = 40
+	defaultSourceQPS   = sourcesconfig.DefaultQPS
+	defaultSourceBurst = sourcesconfig.DefaultBurst
 )
 
 func (s *sourceOptions) addFlags(f *pflag.FlagSet) {
@@ -152,7 +150,13 @@ func (s *sourceOptions) build() (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS, cfg.Burst = s.qps, s.burst
+	return newSource(cfg, name, s.qps, s.burst)
+}
+
+// newSource builds the client of the source cfg reaches, named name, with
+// its rate limits.
+func newSource(cfg *rest.Config, name string, qps float32, burst int) (*source, error) {
+	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "eventsd-mirror/" + buildinfo.Get().GitVersion
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
@@ -205,11 +209,28 @@ func (src *source) notSelf(instanceID string) func(ctx context.Context) error {
 	}
 }
 
+// mirrorSettings are how a source is mirrored: the single source's
+// --source-* flags, or a fleet's source's fields.
+type mirrorSettings struct {
+	deletions     mirror.DeletionPolicy
+	initialSync   mirror.InitialSync
+	eventTTL      time.Duration
+	allowExisting bool
+	// what names the source's settings in errors.
+	what string
+}
+
+// settings are the single source's mirror settings.
+func (s *sourceOptions) settings() mirrorSettings {
+	return mirrorSettings{deletions: mirror.DeletionPolicy(s.deletions), initialSync: mirror.InitialSync(s.initialSync),
+		eventTTL: s.eventTTL, allowExisting: s.allowExisting, what: "--source-*"}
+}
+
 // newMirror builds the mirror of src into store, its writes given their
 // TTL by policy (eventsd's --event-ttl and retention rules, not the
 // source's) and each stored write told to stored, refusing the source if
 // it is this process (instanceID).
-func newMirror(src *source, s sourceOptions, store storage.Interface, policy *retention.Policy, stored func(*corev1.Event), reg prometheus.Registerer, log *slog.Logger, instanceID string) (*mirror.Mirror, error) {
+func newMirror(src *source, s mirrorSettings, store storage.Interface, policy *retention.Policy, stored func(*corev1.Event), reg prometheus.Registerer, log *slog.Logger, instanceID string) (*mirror.Mirror, error) {
 	ms, ok := store.(mirror.Store)
 	if !ok {
 		return nil, errors.New("the storage backend cannot keep the mirror's cursor")
@@ -223,14 +244,14 @@ func newMirror(src *source, s sourceOptions, store storage.Interface, policy *re
 		CheckSource:         src.notSelf(instanceID),
 		TTL:                 func(ev *corev1.Event) time.Duration { ttl, _ := policy.TTL(ev); return ttl },
 		Stored:              stored,
-		Deletions:           mirror.DeletionPolicy(s.deletions),
-		InitialSync:         mirror.InitialSync(s.initialSync),
+		Deletions:           s.deletions,
+		InitialSync:         s.initialSync,
 		SourceTTL:           s.eventTTL,
 		Registerer:          reg,
 		Logger:              log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("--source-*: %w", err)
+		return nil, fmt.Errorf("%s: %w", s.what, err)
 	}
 	return m, nil
 }

@@ -42,9 +42,12 @@ type Source struct {
 	// its events' events.kubevents.io/cluster annotation in fleet-wide
 	// answers, its label source on the mirror's metrics and its /readyz
 	// check mirror-NAME. A DNS label (lower-case letters, digits and '-',
-	// at most 63 characters). Required. Renaming a source starts a new
-	// cluster: the old name's events stay under /clusters/OLD/ until
-	// retention expires them, if OLD is still a source.
+	// at most 63 characters). Required. The events are kept under the
+	// name: a source removed (or renamed, which starts a new cluster)
+	// leaves its events in the store until retention expires them, no
+	// longer served at /clusters/OLD/ but still in /clusters/*/ (field
+	// selector cluster=OLD), and mirrored on again, from its cursor, if a
+	// source of that name returns.
 	Name string `json:"name"`
 	// Kubeconfig is the kubeconfig file of the cluster's kube-apiserver
 	// (the mirror needs get, list and watch on events; the lineage, list
