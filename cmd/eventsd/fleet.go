@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubevents/kubevents/lineage"
 	"github.com/kubevents/kubevents/mirror"
@@ -94,25 +93,9 @@ func fleetRestConfig(s sourcesconfig.Source) (*rest.Config, string, error) {
 		}
 		return c, "in-cluster", nil
 	}
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: s.Kubeconfig}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.Context})
-	raw, err := cc.RawConfig()
+	c, ctxName, err := loadKubeconfig(s.Kubeconfig, s.Context, "kubeconfig", "context")
 	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig %s: %w", s.Kubeconfig, err)
-	}
-	ctxName := raw.CurrentContext
-	if s.Context != "" {
-		ctxName = s.Context
-	}
-	if ctxName == "" {
-		return nil, "", fmt.Errorf("kubeconfig %s has no current context: name one with context", s.Kubeconfig)
-	}
-	if _, ok := raw.Contexts[ctxName]; !ok {
-		return nil, "", fmt.Errorf("kubeconfig %s has no context %q", s.Kubeconfig, ctxName)
-	}
-	c, err := cc.ClientConfig()
-	if err != nil {
-		return nil, "", fmt.Errorf("kubeconfig %s, context %q: %w", s.Kubeconfig, ctxName, err)
+		return nil, "", err
 	}
 	return c, fmt.Sprintf("context %q of %s", ctxName, s.Kubeconfig), nil
 }

@@ -6,14 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -130,28 +128,8 @@ func TestFleetSourceRefusingDoesNotStallOthers(t *testing.T) {
 		"- name: bad\n  kubeconfig: "+kubeconfigOf(t, "bad", refusing.URL)+"\n",
 		"- name: good\n  kubeconfig: "+kubeconfigOf(t, "good", "http://"+upstream)+"\n  qps: 50\n")
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := newCommand()
-	cmd.SetArgs([]string{"--listen", addr, "--log-level", "error", "--data-dir", t.TempDir(), "--sources-config", cfg})
-	rctx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() { errc <- cmd.ExecuteContext(rctx) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-errc:
-			if err != nil {
-				t.Errorf("eventsd exited with %v", err)
-			}
-		case <-time.After(readyTimeout):
-			t.Error("eventsd did not stop")
-		}
-	}()
+	addr, stop := startEventsdReady(t, "/readyz?exclude=mirror-bad", "--data-dir", t.TempDir(), "--sources-config", cfg)
+	defer stop()
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
@@ -160,18 +138,6 @@ func TestFleetSourceRefusingDoesNotStallOthers(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
-	}
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		code, _ := get("/readyz?exclude=mirror-bad")
-		if code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			code, body := get("/readyz?verbose")
-			t.Fatalf("not ready without the refusing source: %d %s", code, body)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	if code, body := get("/readyz?verbose"); code == http.StatusOK || !strings.Contains(body, "[-]mirror-bad failed") || !strings.Contains(body, "[+]mirror-good ok") {
 		t.Errorf("/readyz with the refusing source: %d\n%s", code, body)

@@ -94,27 +94,40 @@ func (s *sourceOptions) restConfig() (*rest.Config, string, error) {
 		}
 		return c, s.name(""), nil
 	}
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: s.kubeconfig}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.context})
+	c, ctxName, err := loadKubeconfig(s.kubeconfig, s.context, "--source-kubeconfig", "--source-context")
+	if err != nil {
+		return nil, "", err
+	}
+	return c, s.name(ctxName), nil
+}
+
+// loadKubeconfig reads the client configuration of the kubeconfig at
+// path, its context named context (its current context when empty), and
+// returns it with the context's name; errors name the kubeconfig as
+// pathField and the context as contextField (a flag, or a field of
+// --sources-config).
+func loadKubeconfig(path, context, pathField, contextField string) (*rest.Config, string, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
 	raw, err := cc.RawConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("--source-kubeconfig %s: %w", s.kubeconfig, err)
+		return nil, "", fmt.Errorf("%s %s: %w", pathField, path, err)
 	}
 	ctxName := raw.CurrentContext
-	if s.context != "" {
-		ctxName = s.context
+	if context != "" {
+		ctxName = context
 	}
 	if ctxName == "" {
-		return nil, "", fmt.Errorf("--source-kubeconfig %s has no current context: name one with --source-context", s.kubeconfig)
+		return nil, "", fmt.Errorf("%s %s has no current context: name one with %s", pathField, path, contextField)
 	}
 	if _, ok := raw.Contexts[ctxName]; !ok {
-		return nil, "", fmt.Errorf("--source-kubeconfig %s has no context %q", s.kubeconfig, ctxName)
+		return nil, "", fmt.Errorf("%s %s has no context %q", pathField, path, ctxName)
 	}
 	c, err := cc.ClientConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("--source-kubeconfig %s, context %q: %w", s.kubeconfig, ctxName, err)
+		return nil, "", fmt.Errorf("%s %s, context %q: %w", pathField, path, ctxName, err)
 	}
-	return c, s.name(ctxName), nil
+	return c, ctxName, nil
 }
 
 // source is the configured source's client, built (and its flags
