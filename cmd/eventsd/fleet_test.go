@@ -181,3 +181,39 @@ func TestFleetSourceRefusingDoesNotStallOthers(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetOfOneAtRoot: with one source in --sources-config, the root
+// serves its cluster, as a single --source-kubeconfig does, and so does
+// /clusters/NAME/; its readiness check is mirror-NAME.
+func TestFleetOfOneAtRoot(t *testing.T) {
+	upstream, stopUpstream := runEventsd(t)
+	defer stopUpstream()
+	ctx := context.Background()
+	ucs := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://" + upstream})
+	if _, err := ucs.CoreV1().Events("shop").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "only"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "p"},
+		Reason:         "Started", Message: "only", Type: corev1.EventTypeNormal,
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := sourcesConfig(t, "- name: solo\n  kubeconfig: "+kubeconfigOf(t, "solo", "http://"+upstream)+"\n")
+	addr, stop := startEventsd(t, "--data-dir", t.TempDir(), "--sources-config", cfg)
+	defer stop()
+	for _, path := range []string{"", "/clusters/solo"} {
+		cs := kubernetes.NewForConfigOrDie(&rest.Config{Host: "http://" + addr + path})
+		l, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{})
+		if err != nil || len(l.Items) != 1 || l.Items[0].Name != "only" || l.Items[0].Namespace != "shop" {
+			t.Errorf("%q lists %v, %v", path, l, err)
+		}
+	}
+	resp, err := http.Get("http://" + addr + "/readyz?verbose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "[+]mirror-solo ok") {
+		t.Errorf("/readyz?verbose:\n%s", body)
+	}
+}
