@@ -59,7 +59,7 @@ func (s *sourceOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&s.deletions, "source-deletions", string(mirror.DeletionsKeep), "What a deletion in the source does: keep (the event stays until eventsd's --event-ttl or retention rules expire it: the source's TTL does not shorten eventsd's history) or propagate (it is deleted here too).")
 	f.DurationVar(&s.eventTTL, "source-event-ttl", mirror.DefaultSourceTTL, "The source's --event-ttl: after a restart or a 410, how long the mirror was away beyond it is reported as a gap (events created and expired in the source meanwhile cannot be mirrored).")
 	f.StringVar(&s.initialSync, "source-initial-sync", string(mirror.InitialSyncAuto), "How the source's events are read at start and after a 410: auto (a WatchList stream, or paginated lists where the source refuses it), watchlist or list.")
-	f.BoolVar(&s.allowExisting, allowExistingFlag, false, "Mirror into a store that holds events no mirror of this source wrote (eventsd's own, from before it mirrored, or another source's mirror, whose cursor is then dropped), mixing them with the source's; without it such a start is refused.")
+	f.BoolVar(&s.allowExisting, allowExistingFlag, false, "Mirror into a store that holds events no mirror of this source wrote (eventsd's own, from before it mirrored, or another source's mirror, whose cursor is then dropped), mixing them with the source's; without it such a start is refused. With --sources-config, for every source, each in its own cluster's part of the store.")
 }
 
 // allowExistingFlag is the flag that lets a mirror start on a store
