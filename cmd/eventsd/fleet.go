@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +17,6 @@ import (
 	"github.com/kubevents/kubevents/lineage"
 	"github.com/kubevents/kubevents/mirror"
 	"github.com/kubevents/kubevents/mirror/sourcesconfig"
-	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
 	"github.com/kubevents/kubevents/storage/clusterview"
@@ -148,20 +148,25 @@ func readOnlyMessage(src *source) string {
 }
 
 // startFleet builds each source's mirror into its cluster's view of
-// store (checking the view holds no events another wrote), and, with
-// lineage on, its lineage over that view following the source's object
-// metadata; it returns the server's clusters (the root serving the only
-// one when there is one) and readiness checks. Each source's metrics carry
-// the label source=NAME. What it started before an error is returned too,
-// to be stopped.
-func startFleet(ctx context.Context, fleet []*fleetSource, o options, store storage.Interface, policy *retention.Policy, stored func(*corev1.Event),
+// store (checking the view holds no events another wrote), its writes
+// given their TTL by ttl and each stored write told to stored (both with
+// the source's cluster and the event in the cluster's own namespace),
+// and, with lineage on, its lineage over that view following the
+// source's object metadata. Each source's metrics carry the label
+// source=NAME. What it started before an error is returned too, to be
+// stopped.
+func startFleet(ctx context.Context, fleet []*fleetSource, o options, store storage.Interface,
+	ttl func(cluster string, ev *corev1.Event) time.Duration, stored func(cluster string, ev *corev1.Event),
 	reg prometheus.Registerer, log *slog.Logger, instanceID string) ([]*fleetMirror, error) {
 	var fms []*fleetMirror
 	for _, fs := range fleet {
 		view := clusterview.New(store, fs.name)
 		sreg := prometheus.WrapRegistererWith(prometheus.Labels{"source": fs.name}, reg)
 		slg := log.With("source", fs.name)
-		m, err := newMirror(fs.src, fs.settings, view, policy, stored, sreg, slg, instanceID)
+		cluster := fs.name
+		m, err := newMirror(fs.src, fs.settings, view,
+			func(ev *corev1.Event) time.Duration { return ttl(cluster, ev) }, func(ev *corev1.Event) { stored(cluster, ev) },
+			sreg, slg, instanceID)
 		if err != nil {
 			return fms, err
 		}

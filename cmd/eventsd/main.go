@@ -456,7 +456,8 @@ func run(ctx context.Context, o options) error {
 	var srv *server.Server
 	if src != nil {
 		stored := func(ev *corev1.Event) { srv.CountRetentionWrite(ev) }
-		if mir, err = newMirror(src, o.source.settings(), store, policy, stored, reg, log, instanceID); err != nil {
+		ttl := func(ev *corev1.Event) time.Duration { ttl, _ := policy.TTL(ev); return ttl }
+		if mir, err = newMirror(src, o.source.settings(), store, ttl, stored, reg, log, instanceID); err != nil {
 			return failStart(err)
 		}
 		if err := mir.CheckStore(ctx); err != nil {
@@ -471,8 +472,11 @@ func run(ctx context.Context, o options) error {
 		scfg.ReadyChecks = append(scfg.ReadyChecks, mir)
 	}
 	if fleet != nil {
-		stored := func(ev *corev1.Event) { srv.CountRetentionWrite(ev) }
-		if fms, err = startFleet(ctx, fleet, o, store, policy, stored, reg, log, instanceID); err != nil {
+		// A source's writes take the TTL of the rules in force, and are
+		// counted by the rule that chose it.
+		ttl := func(_ string, ev *corev1.Event) time.Duration { ttl, _ := policy.TTL(ev); return ttl }
+		stored := func(_ string, ev *corev1.Event) { srv.CountRetentionWrite(ev) }
+		if fms, err = startFleet(ctx, fleet, o, store, ttl, stored, reg, log, instanceID); err != nil {
 			return failStart(err)
 		}
 		serveFleet(&scfg, fleet, fms)

@@ -20,7 +20,6 @@ import (
 	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/mirror"
 	"github.com/kubevents/kubevents/mirror/sourcesconfig"
-	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
 )
@@ -240,10 +239,10 @@ func (s *sourceOptions) settings() mirrorSettings {
 }
 
 // newMirror builds the mirror of src into store, its writes given their
-// TTL by policy (eventsd's --event-ttl and retention rules, not the
+// TTL by ttl (eventsd's --event-ttl and retention rules, not the
 // source's) and each stored write told to stored, refusing the source if
 // it is this process (instanceID).
-func newMirror(src *source, s mirrorSettings, store storage.Interface, policy *retention.Policy, stored func(*corev1.Event), reg prometheus.Registerer, log *slog.Logger, instanceID string) (*mirror.Mirror, error) {
+func newMirror(src *source, s mirrorSettings, store storage.Interface, ttl func(*corev1.Event) time.Duration, stored func(*corev1.Event), reg prometheus.Registerer, log *slog.Logger, instanceID string) (*mirror.Mirror, error) {
 	ms, ok := store.(mirror.Store)
 	if !ok {
 		return nil, errors.New("the storage backend cannot keep the mirror's cursor")
@@ -255,7 +254,7 @@ func newMirror(src *source, s mirrorSettings, store storage.Interface, policy *r
 		SourceID:            src.cfg.Host,
 		AllowExistingEvents: s.allowExisting,
 		CheckSource:         src.notSelf(instanceID),
-		TTL:                 func(ev *corev1.Event) time.Duration { ttl, _ := policy.TTL(ev); return ttl },
+		TTL:                 ttl,
 		Stored:              stored,
 		Deletions:           s.deletions,
 		InitialSync:         s.initialSync,
