@@ -24,8 +24,8 @@ func checkDemo(o options) error {
 	if !o.demo {
 		return nil
 	}
-	if o.source.enabled() {
-		return errors.New("--demo writes its own events, and a mirror's API is read-only: give --demo or --source/--source-kubeconfig, not both")
+	if o.source.enabled() || o.sourcesConfig != "" {
+		return errors.New("--demo writes its own events, and a mirror's API is read-only: give --demo or --source/--source-kubeconfig/--sources-config, not both")
 	}
 	a := o.access
 	if a.TokenAuthFile != "" || a.TokenWebhookConfigFile != "" || a.AuthenticationKubeconfig != "" || a.ClientCert.ClientCA != "" || a.RequestHeader.ClientCAFile != "" ||

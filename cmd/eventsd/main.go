@@ -38,6 +38,7 @@ import (
 	"github.com/kubevents/kubevents/retention"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
+	"github.com/kubevents/kubevents/storage/clusterview"
 	"github.com/kubevents/kubevents/storage/etcdstore"
 	"github.com/kubevents/kubevents/storage/pebblestore"
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,7 +95,8 @@ type options struct {
 	etcdIndexDir       string
 	leaseReuseDuration int64
 
-	source sourceOptions
+	source        sourceOptions
+	sourcesConfig string
 }
 
 // Storage backends (--storage-backend).
@@ -130,6 +132,9 @@ profiles at /debug/pprof/ (--profiling).`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			if err := checkDemo(o); err != nil {
+				return err
+			}
+			if err := checkSourcesFlags(o, cmd.Flags().Changed); err != nil {
 				return err
 			}
 			if o.demo && !cmd.Flags().Changed("data-dir") {
@@ -202,6 +207,7 @@ profiles at /debug/pprof/ (--profiling).`,
 	f.BoolVar(&o.lineage, "lineage", true, "Learn which object owns which (from stored events and, with a source, from the source's object metadata), keep it as long as the events, and answer the family.* field selectors with an object's events and those of everything it owns. Off, family selectors list only the named object's own events.")
 	f.StringVar(&o.lineageKubeconfig, "lineage-kubeconfig", "", "The kubeconfig (its current context) of the cluster whose object metadata the lineage follows (metadata-only list and watch of Pods, ReplicaSets, Deployments, StatefulSets, DaemonSets, Jobs, CronJobs, Nodes and the kinds events name), or in-cluster; for an eventsd that does not mirror that cluster, such as one beside its kube-apiserver on a shared events etcd. A mirror follows its source's without it.")
 	o.source.addFlags(f)
+	f.StringVar(&o.sourcesConfig, "sources-config", "", "File with a SourcesConfiguration (eventsd.kubevents.io/v1alpha1): the clusters eventsd mirrors, each named and reached by a kubeconfig (and context) or in-cluster, with its own rate limits and deletions policy. Each cluster is mirrored on its own (cursor, readiness check mirror-NAME, metrics labelled source=NAME) into its own part of the store and served read-only at /clusters/NAME/, every one at once at /clusters/*/; the root serves the only one when there is one. Instead of --source and the other --source-* flags (--source-allow-existing-events applies to every source).")
 	f.BoolVar(&o.demo, "demo", false, "Fill the store with a demo: the last half hour of a small cluster's events as of now (a rollout whose new Pod crashloops in namespace shop, an OOM kill, a Pod that cannot be scheduled then fits in namespace batch, a Node that goes NotReady and comes back), and keep its crashloop going while eventsd runs. Without --data-dir the store is a new temporary directory, removed at exit. Not with a mirror or authentication.")
 	f.BoolVar(&o.profiling, "profiling", false, "Serve Go profiles at /debug/pprof/ (behind authentication and authorization when set: non-resource get on /debug/pprof/*).")
 	duration.HintFlags(f)
@@ -365,6 +371,15 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	var fleet []*fleetSource
+	if o.sourcesConfig != "" {
+		if o.source.enabled() {
+			return errors.New("--sources-config lists the sources: give it or --source/--source-kubeconfig, not both")
+		}
+		if fleet, err = buildFleet(o.sourcesConfig, o.source.allowExisting); err != nil {
+			return err
+		}
+	}
 	lineageCfg, err := lineageCluster(o, src)
 	if err != nil {
 		return err
@@ -397,9 +412,12 @@ func run(ctx context.Context, o options) error {
 	// The lineage learns from the store once it is open: a failed start
 	// stops it before the store closes under it.
 	var lin *runningLineage
+	// A fleet's mirrors, each with its lineage.
+	var fms []*fleetMirror
 	failStart := func(err error) error {
 		ln.Close()
 		lin.Stop()
+		stopFleetLineages(fms)
 		if store == nil {
 			return err
 		}
@@ -440,7 +458,8 @@ func run(ctx context.Context, o options) error {
 	var srv *server.Server
 	if src != nil {
 		stored := func(ev *corev1.Event) { srv.CountRetentionWrite(ev) }
-		if mir, err = newMirror(src, o.source, store, policy, stored, reg, log, instanceID); err != nil {
+		ttl := func(ev *corev1.Event) time.Duration { ttl, _ := policy.TTL(ev); return ttl }
+		if mir, err = newMirror(src, o.source.settings(), store, ttl, stored, reg, log, instanceID); err != nil {
 			return failStart(err)
 		}
 		if err := mir.CheckStore(ctx); err != nil {
@@ -451,15 +470,34 @@ func run(ctx context.Context, o options) error {
 			return failStart(err)
 		}
 		log.Info("mirroring a cluster's events", "source", src.name, "server", src.cfg.Host, "deletions", o.source.deletions, "initialSync", o.source.initialSync)
-		scfg.ReadOnly = fmt.Sprintf("eventsd mirrors the events of a cluster (%s): they are read-only here; write events to that cluster's kube-apiserver", src.name)
+		scfg.ReadOnly = readOnlyMessage(src)
 		scfg.ReadyChecks = append(scfg.ReadyChecks, mir)
 	}
-	if o.lineage {
-		if lin, err = startLineage(ctx, store, lineageCfg, reg, log); err != nil {
+	if fleet != nil {
+		// A source's writes take the TTL of the rules in force, and are
+		// counted by the rule that chose it.
+		ttl := func(_ string, ev *corev1.Event) time.Duration { ttl, _ := policy.TTL(ev); return ttl }
+		stored := func(_ string, ev *corev1.Event) { srv.CountRetentionWrite(ev) }
+		if fms, err = startFleet(ctx, fleet, o, store, ttl, stored, reg, log, instanceID); err != nil {
+			return failStart(err)
+		}
+		serveFleet(&scfg, fleet, fms)
+	}
+	switch {
+	case o.lineage && len(fleet) == 1:
+		// The root serves the fleet's only cluster, with its lineage.
+	case o.lineage:
+		// The root cluster's own events: a fleet's are in their clusters.
+		// Its metrics are the sources' (labelled source=NAME).
+		rootStore, rootReg := store, prometheus.Registerer(reg)
+		if fleet != nil {
+			rootStore, rootReg = clusterview.New(store, ""), nil
+		}
+		if lin, err = startLineage(ctx, rootStore, lineageCfg, rootReg, log); err != nil {
 			return failStart(err)
 		}
 		scfg.Lineage = lin.graph
-	} else {
+	default:
 		off := lineage.New(lineage.Options{})
 		off.SetLearning("ownership is not learned: eventsd runs with --lineage=false")
 		scfg.Lineage = off
@@ -501,6 +539,7 @@ func run(ctx context.Context, o options) error {
 				log.Error("the mirror stopped", "err", err)
 			}
 		}
+		runFleet(mirrorCtx, fms, log)
 	}()
 	// The count for the log line, before serving: Stats may wait (up to a
 	// second on etcd) for the store's index, and nothing that readiness
@@ -557,6 +596,7 @@ func run(ctx context.Context, o options) error {
 	<-exportDone
 	<-mirrorDone
 	lin.Stop()
+	stopFleetLineages(fms)
 	if errors.Is(err, mirror.ErrRefused) {
 		// The mirror refused its source before reading anything, and the
 		// API took no writes (read-only): the start failed, and leaves no

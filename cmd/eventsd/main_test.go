@@ -112,6 +112,13 @@ func runEventsd(t *testing.T, args ...string) (addr string, stop func()) {
 // give it, or eventsd's default applies.
 func startEventsd(t *testing.T, args ...string) (addr string, stop func()) {
 	t.Helper()
+	return startEventsdReady(t, "/readyz", args...)
+}
+
+// startEventsdReady is startEventsd waiting for readyPath (a /readyz
+// excluding some checks) to answer 200.
+func startEventsdReady(t *testing.T, readyPath string, args ...string) (addr string, stop func()) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +144,7 @@ func startEventsd(t *testing.T, args ...string) (addr string, stop func()) {
 	}
 	deadline := time.Now().Add(readyTimeout)
 	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
+		resp, err := http.Get("http://" + addr + readyPath)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

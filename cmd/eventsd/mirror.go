@@ -19,7 +19,7 @@ import (
 
 	"github.com/kubevents/kubevents/internal/buildinfo"
 	"github.com/kubevents/kubevents/mirror"
-	"github.com/kubevents/kubevents/retention"
+	"github.com/kubevents/kubevents/mirror/sourcesconfig"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/storage"
 )
@@ -43,13 +43,10 @@ type sourceOptions struct {
 	allowExisting bool
 }
 
-// Defaults of the source client's rate limits: the mirror makes one
-// watch and, at start or after a 410, a list of 500-event pages (a
-// 100,000-event cluster in 200 requests), so a modest share of the
-// source's priority level is enough.
+// Defaults of the source client's rate limits, a fleet's sources' too.
 const (
-	defaultSourceQPS   = 20
-	defaultSourceBurst = 40
+	defaultSourceQPS   = sourcesconfig.DefaultQPS
+	defaultSourceBurst = sourcesconfig.DefaultBurst
 )
 
 func (s *sourceOptions) addFlags(f *pflag.FlagSet) {
@@ -61,7 +58,7 @@ func (s *sourceOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&s.deletions, "source-deletions", string(mirror.DeletionsKeep), "What a deletion in the source does: keep (the event stays until eventsd's --event-ttl or retention rules expire it: the source's TTL does not shorten eventsd's history) or propagate (it is deleted here too).")
 	f.DurationVar(&s.eventTTL, "source-event-ttl", mirror.DefaultSourceTTL, "The source's --event-ttl: after a restart or a 410, how long the mirror was away beyond it is reported as a gap (events created and expired in the source meanwhile cannot be mirrored).")
 	f.StringVar(&s.initialSync, "source-initial-sync", string(mirror.InitialSyncAuto), "How the source's events are read at start and after a 410: auto (a WatchList stream, or paginated lists where the source refuses it), watchlist or list.")
-	f.BoolVar(&s.allowExisting, allowExistingFlag, false, "Mirror into a store that holds events no mirror of this source wrote (eventsd's own, from before it mirrored, or another source's mirror, whose cursor is then dropped), mixing them with the source's; without it such a start is refused.")
+	f.BoolVar(&s.allowExisting, allowExistingFlag, false, "Mirror into a store that holds events no mirror of this source wrote (eventsd's own, from before it mirrored, or another source's mirror, whose cursor is then dropped), mixing them with the source's; without it such a start is refused. With --sources-config, for every source, each in its own cluster's part of the store.")
 }
 
 // allowExistingFlag is the flag that lets a mirror start on a store
@@ -96,27 +93,40 @@ func (s *sourceOptions) restConfig() (*rest.Config, string, error) {
 		}
 		return c, s.name(""), nil
 	}
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: s.kubeconfig}
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.context})
+	c, ctxName, err := loadKubeconfig(s.kubeconfig, s.context, "--source-kubeconfig", "--source-context")
+	if err != nil {
+		return nil, "", err
+	}
+	return c, s.name(ctxName), nil
+}
+
+// loadKubeconfig reads the client configuration of the kubeconfig at
+// path, its context named context (its current context when empty), and
+// returns it with the context's name; errors name the kubeconfig as
+// pathField and the context as contextField (a flag, or a field of
+// --sources-config).
+func loadKubeconfig(path, context, pathField, contextField string) (*rest.Config, string, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context})
 	raw, err := cc.RawConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("--source-kubeconfig %s: %w", s.kubeconfig, err)
+		return nil, "", fmt.Errorf("%s %s: %w", pathField, path, err)
 	}
 	ctxName := raw.CurrentContext
-	if s.context != "" {
-		ctxName = s.context
+	if context != "" {
+		ctxName = context
 	}
 	if ctxName == "" {
-		return nil, "", fmt.Errorf("--source-kubeconfig %s has no current context: name one with --source-context", s.kubeconfig)
+		return nil, "", fmt.Errorf("%s %s has no current context: name one with %s", pathField, path, contextField)
 	}
 	if _, ok := raw.Contexts[ctxName]; !ok {
-		return nil, "", fmt.Errorf("--source-kubeconfig %s has no context %q", s.kubeconfig, ctxName)
+		return nil, "", fmt.Errorf("%s %s has no context %q", pathField, path, ctxName)
 	}
 	c, err := cc.ClientConfig()
 	if err != nil {
-		return nil, "", fmt.Errorf("--source-kubeconfig %s, context %q: %w", s.kubeconfig, ctxName, err)
+		return nil, "", fmt.Errorf("%s %s, context %q: %w", pathField, path, ctxName, err)
 	}
-	return c, s.name(ctxName), nil
+	return c, ctxName, nil
 }
 
 // source is the configured source's client, built (and its flags
@@ -152,7 +162,13 @@ func (s *sourceOptions) build() (*source, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS, cfg.Burst = s.qps, s.burst
+	return newSource(cfg, name, s.qps, s.burst)
+}
+
+// newSource builds the client of the source cfg reaches, named name, with
+// its rate limits.
+func newSource(cfg *rest.Config, name string, qps float32, burst int) (*source, error) {
+	cfg.QPS, cfg.Burst = qps, burst
 	cfg.UserAgent = "eventsd-mirror/" + buildinfo.Get().GitVersion
 	cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
 	cfg.ContentType = "application/vnd.kubernetes.protobuf"
@@ -205,11 +221,28 @@ func (src *source) notSelf(instanceID string) func(ctx context.Context) error {
 	}
 }
 
+// mirrorSettings are how a source is mirrored: the single source's
+// --source-* flags, or a fleet's source's fields.
+type mirrorSettings struct {
+	deletions     mirror.DeletionPolicy
+	initialSync   mirror.InitialSync
+	eventTTL      time.Duration
+	allowExisting bool
+	// what names the source's settings in errors.
+	what string
+}
+
+// settings are the single source's mirror settings.
+func (s *sourceOptions) settings() mirrorSettings {
+	return mirrorSettings{deletions: mirror.DeletionPolicy(s.deletions), initialSync: mirror.InitialSync(s.initialSync),
+		eventTTL: s.eventTTL, allowExisting: s.allowExisting, what: "--source-*"}
+}
+
 // newMirror builds the mirror of src into store, its writes given their
-// TTL by policy (eventsd's --event-ttl and retention rules, not the
+// TTL by ttl (eventsd's --event-ttl and retention rules, not the
 // source's) and each stored write told to stored, refusing the source if
 // it is this process (instanceID).
-func newMirror(src *source, s sourceOptions, store storage.Interface, policy *retention.Policy, stored func(*corev1.Event), reg prometheus.Registerer, log *slog.Logger, instanceID string) (*mirror.Mirror, error) {
+func newMirror(src *source, s mirrorSettings, store storage.Interface, ttl func(*corev1.Event) time.Duration, stored func(*corev1.Event), reg prometheus.Registerer, log *slog.Logger, instanceID string) (*mirror.Mirror, error) {
 	ms, ok := store.(mirror.Store)
 	if !ok {
 		return nil, errors.New("the storage backend cannot keep the mirror's cursor")
@@ -221,16 +254,16 @@ func newMirror(src *source, s sourceOptions, store storage.Interface, policy *re
 		SourceID:            src.cfg.Host,
 		AllowExistingEvents: s.allowExisting,
 		CheckSource:         src.notSelf(instanceID),
-		TTL:                 func(ev *corev1.Event) time.Duration { ttl, _ := policy.TTL(ev); return ttl },
+		TTL:                 ttl,
 		Stored:              stored,
-		Deletions:           mirror.DeletionPolicy(s.deletions),
-		InitialSync:         mirror.InitialSync(s.initialSync),
+		Deletions:           s.deletions,
+		InitialSync:         s.initialSync,
 		SourceTTL:           s.eventTTL,
 		Registerer:          reg,
 		Logger:              log,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("--source-*: %w", err)
+		return nil, fmt.Errorf("%s: %w", s.what, err)
 	}
 	return m, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/kubevents/kubevents/export/exportconfig"
 	"github.com/kubevents/kubevents/fold"
 	"github.com/kubevents/kubevents/internal/refdoc"
+	"github.com/kubevents/kubevents/mirror/sourcesconfig"
 	"github.com/kubevents/kubevents/retention"
 )
 
@@ -45,6 +46,12 @@ var configKinds = []refdoc.Kind{{
 		"Read as the retention rules are. See [Alerting on events](../alerting-on-events.md).",
 	APIVersion: eventmetrics.ConfigurationAPIVersion, Kind: eventmetrics.ConfigurationKind,
 	Package: "github.com/kubevents/kubevents/eventmetrics", Type: "Configuration",
+}, {
+	Title: sourcesconfig.ConfigurationKind,
+	Intro: "The file of `--sources-config`: the clusters one eventsd mirrors, each served at `/clusters/NAME/`. " +
+		"Read as the retention rules are. See [Mirror a fleet](../mirror-a-fleet.md).",
+	APIVersion: sourcesconfig.ConfigurationAPIVersion, Kind: sourcesconfig.ConfigurationKind,
+	Package: "github.com/kubevents/kubevents/mirror/sourcesconfig", Type: "Configuration",
 }, {
 	Title: "EventRateLimit",
 	Intro: "The file of `--admission-control-config-file` is kube-apiserver's `AdmissionConfiguration` (`apiserver.config.k8s.io/v1`): " +

@@ -64,6 +64,11 @@ var blocksRunElsewhere = map[string]map[string]string{
 		"go run ./cmd/eventsd --demo":                    "TestTranscripts runs every transcript against eventsd --demo, built once",
 		"get --raw '/apis/events.kubevents.io/v1/facets": "the parameters kubectl cannot send; server/facets_test.go asks them of eventsd, and the page's kubectl get facets transcript is checked against the demo",
 	},
+	"docs/mirror-a-fleet.md": {
+		"eventsd --sources-config fleet-sources.yaml": "test/e2e's TestFleet runs eventsd with a SourcesConfiguration of two real kube-apiservers, on both backends; the page's kubeconfigs name clusters this machine does not have",
+		"kubectl --kubeconfig east.kubeconfig":        "test/e2e's TestFleet runs kubectl get events -A with a kubeconfig whose server ends in /clusters/NAME and compares it with the source's",
+		"--field-selector cluster!=west":              "server/cluster_test.go's TestFleetServing lists and watches /clusters/*/ with cluster= and cluster!= selectors; TestFleet lists it through client-go",
+	},
 	"docs/robustness.md": {
 		"-robustness.seed=421074":                        "a replay of one seed by hand; the suite runs test/robustness's short run",
 		"-robustness.duration=30m -robustness.round=15s": "a 30-minute run by hand",

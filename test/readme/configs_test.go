@@ -11,6 +11,7 @@ import (
 	"github.com/kubevents/kubevents/eventmetrics"
 	"github.com/kubevents/kubevents/export/exportconfig"
 	"github.com/kubevents/kubevents/fold"
+	"github.com/kubevents/kubevents/mirror/sourcesconfig"
 	"github.com/kubevents/kubevents/retention"
 )
 
@@ -42,6 +43,9 @@ func TestConfigExamplesDecode(t *testing.T) {
 		case strings.Contains(b.text, "kind: "+fold.ConfigurationKind):
 			seen[fold.ConfigurationKind]++
 			_, err = fold.Decode([]byte(b.text))
+		case strings.Contains(b.text, "kind: "+sourcesconfig.ConfigurationKind):
+			seen[sourcesconfig.ConfigurationKind]++
+			_, err = sourcesconfig.Decode([]byte(b.text))
 		case strings.Contains(b.text, "kind: "+retention.ConfigurationKind):
 			seen[retention.ConfigurationKind]++
 			_, err = retention.Decode([]byte(b.text))
@@ -55,7 +59,7 @@ func TestConfigExamplesDecode(t *testing.T) {
 			t.Errorf("%s: example does not decode: %v\n%s", b.file, err, b.text)
 		}
 	}
-	for _, kind := range []string{exportconfig.ConfigurationKind, retention.ConfigurationKind, fold.ConfigurationKind, eventmetrics.ConfigurationKind, admissionKind} {
+	for _, kind := range []string{exportconfig.ConfigurationKind, retention.ConfigurationKind, fold.ConfigurationKind, eventmetrics.ConfigurationKind, sourcesconfig.ConfigurationKind, admissionKind} {
 		if seen[kind] == 0 {
 			t.Errorf("README.md and docs/ have no %s example", kind)
 		}
