@@ -474,10 +474,11 @@ func run(ctx context.Context, o options) error {
 		scfg.ReadyChecks = append(scfg.ReadyChecks, mir)
 	}
 	if fleet != nil {
-		// A source's writes take the TTL of the rules in force, and are
-		// counted by the rule that chose it.
-		ttl := func(_ string, ev *corev1.Event) time.Duration { ttl, _ := policy.TTL(ev); return ttl }
-		stored := func(_ string, ev *corev1.Event) { srv.CountRetentionWrite(ev) }
+		// A source's writes take the TTL of the rules in force in its
+		// cluster, and are counted by the rule that chose it (the events
+		// as its cluster's view has them: real namespaces).
+		ttl := func(cluster string, ev *corev1.Event) time.Duration { ttl, _ := policy.ClusterTTL(cluster, ev); return ttl }
+		stored := func(cluster string, ev *corev1.Event) { srv.CountClusterRetentionWrite(cluster, ev) }
 		if fms, err = startFleet(ctx, fleet, o, store, ttl, stored, reg, log, instanceID); err != nil {
 			return failStart(err)
 		}
