@@ -697,3 +697,45 @@ export function lineageWarnings(header) {
   while ((m = re.exec(header || ""))) out.push(m[1].replace(/\\(.)/g, "$1"));
   return out;
 }
+
+// ---------------------------------------------------------------------
+// Clusters of a fleet: an eventsd serving several clusters serves each at
+// /clusters/NAME/ and every one at once at /clusters/*/ (FLEET), each
+// event there annotated with its cluster (CLUSTER_ANNOTATION). A page
+// reads the cluster of its URL's cluster parameter, so that a link names
+// the cluster.
+
+// FLEET is the cluster name of every cluster at once.
+export const FLEET = "*";
+
+// CLUSTER_ANNOTATION is the annotation (eventapi.ClusterAnnotation) with
+// an event's cluster, on the events read across clusters.
+export const CLUSTER_ANNOTATION = "events.kubevents.io/cluster";
+
+// clusterFromURL is the cluster a page's URL names ("" for the server's
+// root).
+export function clusterFromURL(search) {
+  return (new URLSearchParams(search).get("cluster") || "").trim();
+}
+
+// clusterPrefix is the API paths' prefix of cluster: "" for the root,
+// /clusters/NAME for a cluster, /clusters/* for every cluster.
+export function clusterPrefix(cluster) {
+  return cluster ? `/clusters/${encodeURIComponent(cluster)}` : "";
+}
+
+// withCluster returns query ("" or "?..."), a page's state in its URL,
+// naming cluster too (last), or no cluster for "".
+export function withCluster(query, cluster) {
+  const q = new URLSearchParams(query);
+  q.delete("cluster");
+  if (cluster) q.set("cluster", cluster);
+  const str = q.toString();
+  return str ? "?" + str : "";
+}
+
+// clusterOfEvent is the cluster an event read across clusters names, ""
+// for another.
+export function clusterOfEvent(ev) {
+  return (ev && ev.metadata && ev.metadata.annotations && ev.metadata.annotations[CLUSTER_ANNOTATION]) || "";
+}

@@ -343,4 +343,20 @@ test("lineageWarnings reads the texts of Warning headers", () => {
   eq(m.lineageWarnings(null), []);
 });
 
+test("a page's cluster: read from its URL, kept in its links, the prefix of its API paths, read from an event", () => {
+  eq(m.clusterFromURL("?object=pod%2Fweb&cluster=east"), "east");
+  eq(m.clusterFromURL("?cluster=*"), m.FLEET);
+  eq(m.clusterFromURL("?object=pod%2Fweb"), "");
+  eq(m.clusterPrefix(""), "");
+  eq(m.clusterPrefix("east"), "/clusters/east");
+  eq(m.clusterPrefix(m.FLEET), "/clusters/*");
+  eq(m.withCluster("?object=pod%2Fweb", "east"), "?object=pod%2Fweb&cluster=east");
+  eq(m.withCluster("?cluster=east&ns=shop", "west"), "?ns=shop&cluster=west");
+  eq(m.withCluster("?cluster=east", ""), "");
+  eq(m.withCluster("", m.FLEET), "?cluster=*");
+  eq(m.clusterFromURL(m.withCluster("?ns=shop", "west")), "west");
+  eq(m.clusterOfEvent(ev({ annotations: { [m.CLUSTER_ANNOTATION]: "east" } })), "east");
+  eq(m.clusterOfEvent(ev({})), "");
+});
+
 await run();
