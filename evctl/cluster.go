@@ -77,17 +77,9 @@ func kubeventsClusters(cfg *rest.Config) (clustersIn, error) {
 		return nil, err
 	}
 	return func(ctx context.Context) (*eventapi.ClusterList, error) {
-		res := rc.Get().AbsPath(clustersPath).Do(ctx)
-		if err := res.Error(); err != nil {
-			return nil, err
-		}
-		raw, err := res.Raw()
-		if err != nil {
-			return nil, err
-		}
 		out := &eventapi.ClusterList{}
-		if err := json.Unmarshal(raw, out); err != nil {
-			return nil, fmt.Errorf("reading the server's clusters (GET %s): %w", clustersPath, err)
+		if err := decodeResult(rc.Get().AbsPath(clustersPath).Do(ctx), out, "the server's clusters (GET "+clustersPath+")"); err != nil {
+			return nil, err
 		}
 		return out, nil
 	}, nil

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/kubevents/kubevents/access"
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/server"
 	"github.com/kubevents/kubevents/server/servertest"
@@ -31,13 +34,30 @@ import (
 // through client-go at /clusters/NAME, and returns the server's URL.
 func newFleetEnv(t *testing.T) string {
 	t.Helper()
+	return newFleetEnvWith(t, nil, "")
+}
+
+// newFleetEnvWith is newFleetEnv with configure, when not nil, changing
+// the server's configuration, and the events written with token, when
+// not "": then over HTTPS (client-go sends a kubeconfig's token only over
+// TLS).
+func newFleetEnvWith(t *testing.T, configure func(*server.Config), token string) string {
+	t.Helper()
 	clk := clocktesting.NewFakeClock(now)
 	store, err := pebblestore.Open(pebblestore.Options{Dir: "data", FS: vfs.NewMem(), Clock: clk, DefaultTTL: 24 * time.Hour, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, _ := servertest.Serve(t, server.Config{Store: store, EventTTL: 24 * time.Hour, Clock: clk, Logger: slog.New(slog.DiscardHandler),
-		BookmarkInterval: time.Minute, Clusters: []server.Cluster{{Name: "east"}, {Name: "west"}}})
+	cfg := server.Config{Store: store, EventTTL: 24 * time.Hour, Clock: clk, Logger: slog.New(slog.DiscardHandler),
+		BookmarkInterval: time.Minute, Clusters: []server.Cluster{{Name: "east"}, {Name: "west"}}}
+	if configure != nil {
+		configure(&cfg)
+	}
+	serve := servertest.Serve
+	if token != "" {
+		serve = servertest.ServeTLS
+	}
+	url, _ := serve(t, cfg)
 	// east: two events in shop, one in dev; west: one in shop, named as
 	// one of east's (kept apart), about a Pod of the same name.
 	for _, e := range []struct {
@@ -51,7 +71,7 @@ func newFleetEnv(t *testing.T) string {
 		{"west", "shop", "web.1", "web", "Warning", "OOMKilling", 3, 15 * time.Minute},
 	} {
 		ts := metav1.NewTime(at(e.ago))
-		_, err := clusterClientset(t, url, e.cluster).CoreV1().Events(e.ns).Create(context.Background(), &corev1.Event{
+		_, err := clusterClientset(t, url, e.cluster, token).CoreV1().Events(e.ns).Create(context.Background(), &corev1.Event{
 			ObjectMeta:     metav1.ObjectMeta{Name: e.name},
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: e.ns, Name: e.pod, UID: types.UID(e.cluster + e.ns + e.pod)},
 			Reason:         e.reason, Message: e.cluster + " " + e.reason, Type: e.typ, Source: kubelet,
@@ -64,10 +84,12 @@ func newFleetEnv(t *testing.T) string {
 	return url
 }
 
-// clusterClientset is a clientset of one cluster of the fleet at url.
-func clusterClientset(t *testing.T, url, cluster string) kubernetes.Interface {
+// clusterClientset is a clientset of one cluster of the fleet at url,
+// with token when not "".
+func clusterClientset(t *testing.T, url, cluster, token string) kubernetes.Interface {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: url + "/clusters/" + cluster, QPS: -1})
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: url + "/clusters/" + cluster, BearerToken: token, QPS: -1,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: strings.HasPrefix(url, "https:")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,5 +324,71 @@ func TestMCPClusters(t *testing.T) {
 		if msg := callError(t, cs, c.tool, c.args); !strings.Contains(msg, c.want) {
 			t.Errorf("%s %v: %q, want an error saying %q", c.tool, c.args, msg, c.want)
 		}
+	}
+}
+
+// TestClusterListRefused: a user who may read one cluster's namespace but
+// not list the fleet's clusters (GET /clusters/, a non-resource path) is
+// not stopped by evctl's check: the reading goes ahead, and a cluster the
+// server does not serve is the server's own 404, with its message.
+func TestClusterListRefused(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile, policyFile := filepath.Join(dir, "tokens.csv"), filepath.Join(dir, "policy.jsonl")
+	if err := os.WriteFile(tokenFile, []byte("tok-admin,admin,1\ntok-alice,alice,2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	policy := `{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "admin", "cluster": "*", "namespace": "*", "apiGroup": "*", "resource": "*"}}
+{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "alice", "cluster": "east", "namespace": "shop", "apiGroup": "*", "resource": "events", "readonly": true}}
+`
+	if err := os.WriteFile(policyFile, []byte(policy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := access.Build(access.Options{TokenAuthFile: tokenFile, AuthorizationModes: []string{access.ModeABAC}, PolicyFile: policyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := newFleetEnvWith(t, func(c *server.Config) { c.Authenticator, c.Authorizer = b.Authenticator, b.Authorizer }, "tok-admin")
+	if _, _, err := runEvctl(url, "clusters", "--insecure-skip-tls-verify", "--token", "tok-alice"); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("evctl clusters as alice: %v, want the server's refusal", err)
+	}
+	out, errOut, err := runEvctl(url, "get", "-n", "shop", "--cluster", "east", "--insecure-skip-tls-verify", "--token", "tok-alice", "-o", "json")
+	if err != nil {
+		t.Fatalf("evctl get --cluster east as alice: %v\n%s", err, errOut)
+	}
+	if got, want := clusterEvents(t, out), []string{"/shop/web.1/east BackOff", "/shop/web.2/east Pulled"}; !slices.Equal(got, want) {
+		t.Errorf("east's shop as alice: %q, want %q", got, want)
+	}
+	_, _, err = runEvctl(url, "get", "-n", "shop", "--cluster", "north", "--insecure-skip-tls-verify", "--token", "tok-alice")
+	if err == nil || !strings.Contains(err.Error(), `cluster "north" is not served here`) {
+		t.Errorf("evctl get --cluster north as alice: %v, want the server's 404", err)
+	}
+}
+
+// TestWatchAllClusters: evctl watch --all-clusters prints every cluster's
+// events, then each new one in any cluster as it is written, each with
+// its cluster first.
+func TestWatchAllClusters(t *testing.T) {
+	url := newFleetEnv(t)
+	fe := &familyEnv{t: t, url: url}
+	out, waitFor := fe.runLive("watch", "--all-clusters")
+	waitFor("OOMKilling")
+	ts := metav1.NewTime(at(time.Minute))
+	_, err := clusterClientset(t, url, "west", "").CoreV1().Events("shop").Create(context.Background(), &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "web.9"},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: "shop", Name: "web", UID: "westshopweb"},
+		Reason:         "Killing", Message: "west Killing", Type: "Normal", Source: kubelet,
+		FirstTimestamp: ts, LastTimestamp: ts, Count: 1,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor("west Killing")
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		f := strings.Fields(l)
+		got = append(got, f[0]+" "+f[len(f)-1])
+	}
+	if want := []string{"CLUSTER MESSAGE", "east Pulled", "west OOMKilling", "east BackOff", "west Killing"}; !slices.Equal(got, want) {
+		t.Errorf("evctl watch --all-clusters -n shop printed %q, want %q\n%s", got, want, out.String())
 	}
 }
