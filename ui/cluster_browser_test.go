@@ -19,19 +19,20 @@ import (
 
 // startFleet serves eventsd with the UI and a fleet of two clusters, east
 // and west, and writes into each, through client-go at /clusters/NAME,
-// events about Pod default/web-1 (same-named in both) whose reasons name
-// their cluster, and one about Deployment default/web in east.
+// events about Pod default/web-1 (same-named in both; a Warning in each)
+// whose reasons name their cluster, and one about Deployment default/web
+// in east.
 func startFleet(t *testing.T) *eventsd {
 	t.Helper()
 	srv := startEventsdWith(t, true, false, func(c *server.Config) {
 		c.Clusters = []server.Cluster{{Name: "east"}, {Name: "west"}}
 	})
 	now := time.Now()
-	for _, e := range []struct{ cluster, name, reason, kind, object string }{
-		{"east", "web-1.a", "EastScheduled", "Pod", "web-1"},
-		{"east", "web-1.b", "EastBackOff", "Pod", "web-1"},
-		{"west", "web-1.a", "WestScheduled", "Pod", "web-1"},
-		{"east", "web.a", "EastScaled", "Deployment", "web"},
+	for _, e := range []struct{ cluster, name, typ, reason, kind, object string }{
+		{"east", "web-1.a", corev1.EventTypeNormal, "EastScheduled", "Pod", "web-1"},
+		{"east", "web-1.b", corev1.EventTypeWarning, "EastBackOff", "Pod", "web-1"},
+		{"west", "web-1.a", corev1.EventTypeWarning, "WestScheduled", "Pod", "web-1"},
+		{"east", "web.a", corev1.EventTypeNormal, "EastScaled", "Deployment", "web"},
 	} {
 		cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.url + "/clusters/" + e.cluster, QPS: -1})
 		if err != nil {
@@ -39,7 +40,7 @@ func startFleet(t *testing.T) *eventsd {
 		}
 		_, err = cs.EventsV1().Events("default").Create(context.Background(), &eventsv1.Event{
 			ObjectMeta: metav1.ObjectMeta{Name: e.name}, EventTime: metav1.NewMicroTime(now.Add(-time.Duration(len(e.reason)) * time.Minute)),
-			Type: corev1.EventTypeNormal, Reason: e.reason, Action: "Test", Note: e.reason + " for the test",
+			Type: e.typ, Reason: e.reason, Action: "Test", Note: e.reason + " for the test",
 			ReportingController: "test", ReportingInstance: "test-1",
 			Regarding: corev1.ObjectReference{Kind: e.kind, Namespace: "default", Name: e.object},
 		}, metav1.CreateOptions{})
@@ -131,6 +132,17 @@ func TestClusterPicker(t *testing.T) {
 	got := evalJS[string](t, ctx, `document.querySelector('#timeline').dataset.view + ' ' + document.querySelector('#view button[data-view="family"]').disabled + ' ' + !document.querySelector('#family-note').hidden`)
 	if got != "object true true" {
 		t.Errorf("a Deployment across clusters: view, family disabled, note shown: %q, want object true true", got)
+	}
+
+	// The overview of every cluster: web-1 of each cluster apart, with its
+	// cluster, linked to its timeline there.
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.url+"/ui/?cluster=*")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, ctx, "every cluster's overview", `document.querySelector('#overview').dataset.status === 'ready' && document.querySelectorAll('#top-objects tbody tr').length === 2`)
+	top := evalJS[[]string](t, ctx, `[document.querySelector('#top-objects thead th').textContent, ...[...document.querySelectorAll('#top-objects tbody tr')].map(r => r.cells[0].textContent + ' ' + r.querySelector('a').getAttribute('href')).sort()]`)
+	if want := []string{"Cluster", "east /ui/?object=default%2FPod%2Fweb-1&cluster=east", "west /ui/?object=default%2FPod%2Fweb-1&cluster=west"}; !slices.Equal(top, want) {
+		t.Errorf("every cluster's overview: %q, want %q", top, want)
 	}
 
 	// The search page: every cluster with a Cluster column, each row's

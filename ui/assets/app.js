@@ -71,10 +71,17 @@ window.addEventListener("popstate", () => {
 
 // objectLink is a link to an object's timeline that the page follows
 // itself (a real href, so it can be opened elsewhere or copied).
+// An object of another cluster (ref.cluster, read across a fleet's
+// clusters) is linked to its timeline in its own cluster: another load
+// of the page.
 function objectLink(ref, cls) {
   const object = formatTarget({ namespace: ref.namespace || "", kind: ref.kind, name: ref.name });
+  const s = { ...state, object, event: "", view: "" };
+  if (ref.cluster && ref.cluster !== cluster) {
+    return el("a", { href: location.pathname + withCluster(stateToURL(s), ref.cluster), class: cls || "", "data-ref": object }, objectRef(ref));
+  }
   // The linked object opens in its kind's default view.
-  const a = el("a", { href: pageURL({ ...state, object, event: "", view: "" }), class: cls || "", "data-ref": object }, objectRef(ref));
+  const a = el("a", { href: pageURL(s), class: cls || "", "data-ref": object }, objectRef(ref));
   if (ref.namespace) a.title = `${ref.namespace}/${objectRef(ref)}`;
   a.addEventListener("click", (e) => {
     if (e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey) return;
@@ -131,10 +138,12 @@ async function showOverview() {
     }));
     const objBody = $("#top-objects tbody");
     objBody.replaceChildren(...o.objects.map((x) => el("tr", {},
+      cluster === FLEET ? el("td", { class: "cluster" }, x.cluster) : null,
       el("td", {}, x.namespace), el("td", {}, objectLink(x)), el("td", { class: "num" }, String(x.warnings)),
       el("td", {}, x.reason), el("td", {}, iso(x.last)))));
     $("#top-empty").hidden = o.objects.length > 0;
-    $("#overview-scope").textContent = state.namespace ? `in namespace ${state.namespace}` : "in all namespaces";
+    $("#overview-scope").textContent = (state.namespace ? `in namespace ${state.namespace}` : "in all namespaces") +
+      (cluster === FLEET ? " of every cluster" : "");
     $("#overview-note").textContent = truncated ? `Counted over the first ${items.length} events only.` : `${items.length} events read.`;
     view.dataset.status = "ready";
     setStatus("");
@@ -822,6 +831,7 @@ function setup() {
   setupTimelineEvents();
   $("#search-link").href = "search.html" + withCluster("", cluster);
   if (cluster === FLEET) {
+    $("#top-objects thead tr").prepend(el("th", { scope: "col" }, "Cluster"));
     const b = $('#view button[data-view="family"]');
     b.disabled = true;
     b.title = "A family is one cluster's: pick a cluster to see it";

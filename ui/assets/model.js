@@ -419,7 +419,8 @@ export function timeTicks(from, to, width) {
 
 // overview counts, from a list of events, each namespace's events and
 // Warning occurrences in the last hour, and the objects (regarding) with
-// the most Warning occurrences in the last hour.
+// the most Warning occurrences in the last hour (each with its cluster,
+// when the events were read across a fleet's clusters).
 export function overview(events, now, opts = {}) {
   const since = now - OVERVIEW_WINDOW;
   const namespaces = new Map();
@@ -434,9 +435,11 @@ export function overview(events, now, opts = {}) {
     n.warnings += r.count;
     if (opts.namespace && ns !== opts.namespace) continue;
     const reg = ev.regarding || {};
-    const key = `${reg.namespace || ""}/${reg.kind}/${reg.name}`;
+    // Across a fleet's clusters, same-named objects of two clusters are two.
+    const cluster = clusterOfEvent(ev);
+    const key = `${cluster}/${reg.namespace || ""}/${reg.kind}/${reg.name}`;
     let o = objects.get(key);
-    if (!o) objects.set(key, (o = { namespace: reg.namespace || "", kind: reg.kind, name: reg.name, warnings: 0, last: 0, reason: "" }));
+    if (!o) objects.set(key, (o = { cluster, namespace: reg.namespace || "", kind: reg.kind, name: reg.name, warnings: 0, last: 0, reason: "" }));
     o.warnings += r.count;
     if (r.last >= o.last) {
       o.last = r.last;

@@ -359,4 +359,12 @@ test("a page's cluster: read from its URL, kept in its links, the prefix of its 
   eq(m.clusterOfEvent(ev({})), "");
 });
 
+test("overview keeps same-named objects of two clusters apart", () => {
+  const now = T0 + 30 * 60000;
+  const inCluster = (c, count) => ev({ type: "Warning", reason: "BackOff", at: 20, dc: count, annotations: { [m.CLUSTER_ANNOTATION]: c } });
+  const o = m.overview([inCluster("east", 2), inCluster("west", 5), inCluster("east", 1)], now);
+  eq(o.objects.map((x) => `${x.cluster} ${x.kind}/${x.name} ${x.warnings}`), ["west Pod/web-1 5", "east Pod/web-1 3"]);
+  eq(m.overview([ev({ type: "Warning", at: 20 })], now).objects[0].cluster, "");
+});
+
 await run();
