@@ -3,7 +3,6 @@ package ui_test
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -99,8 +98,8 @@ func TestClusterPicker(t *testing.T) {
 	if want := []string{"=Server root", "east=east", "west=west", "*=All clusters"}; !slices.Equal(opts, want) {
 		t.Errorf("the picker offers %q, want %q", opts, want)
 	}
-	if got := evalJS[string](t, ctx, `document.querySelector('#cluster').value + ' ' + document.querySelector('#search-link').getAttribute('href')`); got != "east search.html?cluster=east" {
-		t.Errorf("picked cluster and search link: %q, want east and the search of east", got)
+	if got := evalJS[string](t, ctx, `document.querySelector('#cluster').value + ' ' + document.querySelector('#search-link').getAttribute('href') + ' ' + document.querySelector('#home').getAttribute('href')`); got != "east search.html?cluster=east ./?cluster=east" {
+		t.Errorf("picked cluster, search and home links: %q, want east and the search and overview of east", got)
 	}
 
 	// Picking west: west's events only, named in the URL.
@@ -171,7 +170,7 @@ func TestClusterPicker(t *testing.T) {
 	if want := []string{"EastBackOff", "EastScaled", "EastScheduled"}; !slices.Equal(reasons, want) {
 		t.Errorf("east's results: %q, want %q", reasons, want)
 	}
-	if got := evalJS[string](t, ctx, `document.querySelector('#results thead th').textContent + ' ' + document.querySelector('#timeline-link').getAttribute('href')`); !strings.HasPrefix(got, "Last seen ./?cluster=east") {
+	if got := evalJS[string](t, ctx, `document.querySelector('#results thead th').textContent + ' ' + document.querySelector('#timeline-link').getAttribute('href') + ' ' + document.querySelector('header .brand').getAttribute('href')`); got != "Last seen ./?cluster=east ./?cluster=east" {
 		t.Errorf("east's results: first column and timeline link %q, want Last seen and the timeline of east", got)
 	}
 

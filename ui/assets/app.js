@@ -830,6 +830,7 @@ function setup() {
   showTokenState();
   setupTimelineEvents();
   $("#search-link").href = "search.html" + withCluster("", cluster);
+  $("#home").href = "./" + withCluster("", cluster);
   if (cluster === FLEET) {
     $("#top-objects thead tr").prepend(el("th", { scope: "col" }, "Cluster"));
     const b = $('#view button[data-view="family"]');

@@ -381,6 +381,7 @@ function setup() {
     if (session && session.s.since && parseBound(session.s.since, Date.now()).absolute === false) render();
   }, TICK);
   $("#timeline-link").href = "./" + withCluster("", cluster);
+  $("header .brand").href = "./" + withCluster("", cluster);
   if (cluster === FLEET) $("#results thead tr").prepend(el("th", { scope: "col" }, "Cluster"));
   setupClusterPicker(api, cluster, (c) => location.pathname + withCluster(searchToURL(state), c));
   fillForm(state);
