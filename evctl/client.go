@@ -1,9 +1,11 @@
 package evctl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -27,6 +29,10 @@ type connFlags struct {
 	allNamespaces bool
 	// apiGroup is --api-group.
 	apiGroup string
+	// cluster is --cluster: one cluster of an eventsd serving a fleet;
+	// allClusters is --all-clusters: every cluster of it at once.
+	cluster     string
+	allClusters bool
 	// timeout is --request-timeout as given: kubectl's syntax (a duration
 	// with its unit, or whole seconds), parsed by clientcmd.
 	timeout string
@@ -45,6 +51,8 @@ func (c *connFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&c.caFile, "certificate-authority", "", "A file with the CA certificates (PEM) to verify the server's certificate with, instead of the kubeconfig's.")
 	f.BoolVar(&c.insecure, "insecure-skip-tls-verify", false, "Do not verify the server's certificate.")
 	f.StringVar(&c.apiGroup, "api-group", groupAuto, "The API group to read events from: events.k8s.io, events.kubevents.io (eventsd's own, the one a cluster's kube-apiserver serves when eventsd is registered as an APIService), or auto: events.kubevents.io when the server is a kube-apiserver that serves it, else events.k8s.io.")
+	f.StringVar(&c.cluster, "cluster", "", "Read the events of this cluster of an eventsd serving a fleet: the server's URL + /clusters/NAME (see evctl clusters).")
+	f.BoolVar(&c.allClusters, "all-clusters", false, "Read the events of every cluster of an eventsd serving a fleet at once (the server's URL + /clusters/*): read-only, each event with its cluster (a CLUSTER column).")
 	f.StringVar(&c.timeout, "request-timeout", defaultRequestTimeout,
 		"How long to wait for the answer to each request before giving up (e.g. 1s, 2m; a bare number is seconds; 0 waits forever). "+
 			"A watch is bounded only until the server starts streaming: once live, it is never cut.")
@@ -79,6 +87,15 @@ type clients struct {
 	timeout time.Duration
 	// ns is the namespace of -n, else of the context, else default.
 	ns string
+	// cluster is the fleet's cluster the clients read: "" for the
+	// server's root, fleetCluster for every cluster at once.
+	cluster string
+	// clusters lists the fleet's clusters (GET /clusters/ of the
+	// server, whatever --cluster says).
+	clusters clustersIn
+	// conn are the flags the clients were built from, for the clients
+	// of another cluster (an MCP tool call's cluster argument).
+	conn connFlags
 }
 
 // client builds the clientsets and the namespace to use, as kubectl does:
@@ -99,6 +116,10 @@ func (c *connFlags) client() (*clients, error) {
 	if _, err := clientcmd.ParseTimeout(c.timeout); err != nil {
 		return nil, fmt.Errorf("--request-timeout=%q: %w", c.timeout, err)
 	}
+	cluster, err := c.clusterFlag()
+	if err != nil {
+		return nil, err
+	}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	cfg, err := cc.ClientConfig()
 	if err != nil {
@@ -114,6 +135,16 @@ func (c *connFlags) client() (*clients, error) {
 	cfg.UserAgent = "evctl"
 	if c.warnings != nil {
 		cfg.WarningHandlerWithContext = routedWarnings{fallback: rest.NewWarningWriter(c.warnings, rest.WarningWriterOptions{Deduplicate: true})}
+	}
+	clusters, err := kubeventsClusters(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cluster != "" {
+		if err := checkCluster(context.Background(), clusters, cluster); err != nil {
+			return nil, err
+		}
+		cfg.Host = strings.TrimRight(cfg.Host, "/") + clusterPath(cluster)
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -140,7 +171,7 @@ func (c *connFlags) client() (*clients, error) {
 	out := &clients{cs: cs, watch: wcs, events: upstreamEvents(cs), watchEvents: upstreamEvents(wcs), lineages: lineages,
 		search:      restSearch(cs.EventsV1().RESTClient(), scheme.ParameterCodec),
 		searchWatch: restSearchWatch(wcs.EventsV1().RESTClient(), scheme.ParameterCodec), facets: facets,
-		group: group, timeout: cfg.Timeout, ns: ns}
+		group: group, timeout: cfg.Timeout, ns: ns, cluster: cluster, clusters: clusters, conn: *c}
 	if group == groupKubevents {
 		if out.events, err = kubeventsEvents(cfg); err != nil {
 			return nil, err

@@ -86,7 +86,12 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
   evctl timeline deployment/web      # it and all it owns (ReplicaSets, Pods), as a tree, with their events
   evctl watch --controller kubelet   # sorted, resumes after disconnects without duplicates or gaps
   evctl search 'object.note.contains("OOM")' -A --since 1h   # eventsd's CEL filter over a time range
-  evctl mcp                          # the same questions from an AI assistant, over the Model Context Protocol`,
+  evctl mcp                          # the same questions from an AI assistant, over the Model Context Protocol
+
+On an eventsd serving a fleet of clusters, --cluster NAME reads one of them
+and --all-clusters every one at once (evctl clusters lists them):
+
+  evctl get -A --all-clusters --type Warning   # with a CLUSTER column`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -94,7 +99,7 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 	root.SetErr(errOut)
 	e.conn.add(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&e.output, "output", "o", "", "Output format: wide, json or yaml.")
-	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand(), e.searchCommand(), e.topCommand(), e.mcpCommand())
+	root.AddCommand(e.getCommand(), e.timelineCommand(), e.watchCommand(), e.searchCommand(), e.topCommand(), e.clustersCommand(), e.mcpCommand())
 	buildinfo.AddVersionFlag(root)
 	return root
 }
@@ -144,7 +149,7 @@ func (e *env) runE(run func(cmd *cobra.Command, args []string) error) func(*cobr
 }
 
 func (e *env) printer(allNamespaces bool) *printer {
-	return &printer{out: e.out, output: e.output, allNamespaces: allNamespaces, now: e.now}
+	return &printer{out: e.out, output: e.output, allNamespaces: allNamespaces, clusters: e.conn.fleet(), now: e.now}
 }
 
 func (e *env) noEvents(ns string) {
@@ -307,6 +312,14 @@ func (e *env) timeline(ctx context.Context, args []string, tf *timelineFlags) er
 	}
 	q.noLineage = func(err error) {
 		fmt.Fprintf(e.errOut, "Warning: %v; the family's events are shown without who owns what.\n", err)
+	}
+	if tf.family && e.conn.fleet() {
+		// A family is one cluster's: its lineage is.
+		if spec.target == nil {
+			return fmt.Errorf("--uid names an object of one cluster's family: give --cluster NAME instead of --all-clusters")
+		}
+		fmt.Fprintf(e.errOut, "Note: families are answered for one cluster (give --cluster NAME); showing %s alone, in every cluster.\n", spec.target)
+		tf.family = false
 	}
 	if tf.family {
 		err := e.familyTimeline(ctx, q, spec, ns, w, tf.follow)

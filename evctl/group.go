@@ -117,16 +117,9 @@ func kubeventsLineages(cfg *rest.Config) (lineagesIn, error) {
 	}
 	return func(ctx context.Context, ns, selector string) (*eventapi.LineageList, error) {
 		res := rc.Get().Namespace(ns).Resource(eventapi.LineageResource).Param("fieldSelector", selector).Do(ctx)
-		if err := res.Error(); err != nil {
-			return nil, err // Error, unlike Raw, reads the server's Status
-		}
-		raw, err := res.Raw()
-		if err != nil {
-			return nil, err
-		}
 		out := &eventapi.LineageList{}
-		if err := json.Unmarshal(raw, out); err != nil {
-			return nil, fmt.Errorf("reading the %s of %s: %w", eventapi.LineageResource, selector, err)
+		if err := decodeResult(res, out, fmt.Sprintf("the %s of %s", eventapi.LineageResource, selector)); err != nil {
+			return nil, err
 		}
 		return out, nil
 	}, nil
@@ -151,20 +144,29 @@ func kubeventsFacets(cfg *rest.Config) (facetsIn, error) {
 				req = req.Param(k, v)
 			}
 		}
-		res := req.Do(ctx)
-		if err := res.Error(); err != nil {
-			return nil, err
-		}
-		raw, err := res.Raw()
-		if err != nil {
-			return nil, err
-		}
 		out := &eventapi.FacetList{}
-		if err := json.Unmarshal(raw, out); err != nil {
-			return nil, fmt.Errorf("reading the %s: %w", eventapi.FacetResource, err)
+		if err := decodeResult(req.Do(ctx), out, "the "+eventapi.FacetResource); err != nil {
+			return nil, err
 		}
 		return out, nil
 	}, nil
+}
+
+// decodeResult reads the JSON of res, an answer of eventsd's own, into
+// out; a refused request is the server's Status, as an error. what names
+// the answer in the error of a body that is not what it should be.
+func decodeResult(res rest.Result, out any, what string) error {
+	if err := res.Error(); err != nil {
+		return err // Error, unlike Raw, reads the server's Status
+	}
+	raw, err := res.Raw()
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("reading %s: %w", what, err)
+	}
+	return nil
 }
 
 // kubeventsClient is eventsClient over events.kubevents.io/v1.

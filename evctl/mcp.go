@@ -72,7 +72,8 @@ to my deployment": start with family_timeline on the object the user names (a De
 and Pods, deleted ones included), or object_timeline for the object alone; use search_events for text or
 conditions across objects (a CEL filter such as object.note.contains("out of memory")), and event_facets for which reasons,
 kinds or namespaces are loudest. A series (the same event repeated) is one event with a count and first and last
-times. Times are UTC, RFC 3339.`
+times. Times are UTC, RFC 3339. On an eventsd serving a fleet of clusters, every tool takes cluster: a cluster's
+name, or "*" for every cluster at once (family_timeline excepted: a family is one cluster's).`
 
 // newMCPServer returns the MCP server of evctl mcp: its tools read through
 // c, each call with a fresh querier.
@@ -118,6 +119,43 @@ search_events; bucket is the width of the time buckets (e.g. 5m, 1h).`, t.cfg.Ma
 type mcpTools struct {
 	c   *clients
 	cfg MCPConfig
+
+	// mu guards byCluster, the clients of the clusters calls named
+	// (their cluster argument), made on first use.
+	mu        sync.Mutex
+	byCluster map[string]*clients
+}
+
+// clients returns the clients of a call's cluster argument: evctl's own
+// for none (or the one it was started with), else that cluster's (checked
+// against the server's clusters).
+func (t *mcpTools) clients(cluster string) (*clients, error) {
+	if cluster == "" {
+		return t.c, nil
+	}
+	name, err := clusterArg("cluster", cluster, false, "")
+	if err != nil {
+		return nil, err
+	}
+	if name == t.c.cluster {
+		return t.c, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.byCluster[name]; ok {
+		return c, nil
+	}
+	conn := t.c.conn
+	conn.cluster, conn.allClusters = name, false
+	c, err := conn.client()
+	if err != nil {
+		return nil, err
+	}
+	if t.byCluster == nil {
+		t.byCluster = map[string]*clients{}
+	}
+	t.byCluster[name] = c
+	return c, nil
 }
 
 // EventSummary is an event as the MCP tools return it: what an assistant
@@ -135,6 +173,7 @@ type EventSummary struct {
 	Source    string `json:"source,omitempty" jsonschema:"who reported it: the controller (and instance or host)"`
 	Note      string `json:"note" jsonschema:"the message; cut and marked [cut] when very long"`
 	State     string `json:"seriesState,omitempty" jsonschema:"for a series its recorder tracks: ongoing, finished or unknown"`
+	Cluster   string `json:"cluster,omitempty" jsonschema:"the cluster of the fleet it happened in, when read across clusters ('*')"`
 }
 
 // summary returns r as an EventSummary.
@@ -142,7 +181,7 @@ func (t *mcpTools) summary(r *row, role string) EventSummary {
 	ev := r.ev
 	s := EventSummary{LastSeen: r.last.UTC().Format(time.RFC3339), Count: r.count, Type: ev.Type, Reason: ev.Reason,
 		Object: objectRef(ev.Regarding.Kind, ev.Regarding.Name), Namespace: ev.Namespace, Related: related(ev), Role: role,
-		Source: source(ev), Note: cutNote(trimmed(ev.Note), t.cfg.MaxNoteBytes), State: r.state}
+		Source: source(ev), Note: cutNote(trimmed(ev.Note), t.cfg.MaxNoteBytes), State: r.state, Cluster: clusterOf(r)}
 	if !r.first.Equal(r.last) {
 		s.FirstSeen = r.first.UTC().Format(time.RFC3339)
 	}
@@ -198,6 +237,7 @@ type SearchInput struct {
 	FieldSelector string `json:"fieldSelector,omitempty" jsonschema:"a Kubernetes field selector, e.g. type=Warning,reason=BackOff,regarding.name=web-1"`
 	Limit         int    `json:"limit,omitempty" jsonschema:"the most events to return"`
 	Continue      string `json:"continue,omitempty" jsonschema:"the continue token of the previous call, for the next events of the same search"`
+	Cluster       string `json:"cluster,omitempty" jsonschema:"for an eventsd serving a fleet of clusters: the cluster to read, or '*' for every cluster at once (each event then says its cluster); default the one evctl was started with"`
 }
 
 // SearchOutput is search_events' result.
@@ -218,7 +258,11 @@ func (t *mcpTools) searchEvents(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, err
 	}
-	q := t.c.querier()
+	c, err := t.clients(in.Cluster)
+	if err != nil {
+		return nil, out, err
+	}
+	q := c.querier()
 	if err := searchable(q.cs.Discovery(), q.group); err != nil {
 		return nil, out, err
 	}
@@ -264,6 +308,7 @@ type ObjectInput struct {
 	Since     string `json:"since,omitempty" jsonschema:"only events that happened after this: a duration back from now (30m, 2h) or an RFC 3339 time"`
 	Until     string `json:"until,omitempty" jsonschema:"only events that happened before this: a duration back from now or an RFC 3339 time"`
 	Limit     int    `json:"limit,omitempty" jsonschema:"the most events to return (the latest)"`
+	Cluster   string `json:"cluster,omitempty" jsonschema:"for an eventsd serving a fleet of clusters: the cluster to read, or '*' for every cluster at once (each event then says its cluster); default the one evctl was started with"`
 }
 
 // TimelineOutput is object_timeline's result.
@@ -303,7 +348,7 @@ type timelineCall struct {
 
 // timelineCall checks a timeline call's common arguments: the namespace
 // defaults to the kubeconfig context's.
-func (t *mcpTools) timelineCall(limit int, since, until, ns string, out *[]string) (timelineCall, error) {
+func (t *mcpTools) timelineCall(cluster string, limit int, since, until, ns string, out *[]string) (timelineCall, error) {
 	n, err := t.limit(limit)
 	if err != nil {
 		return timelineCall{}, err
@@ -312,10 +357,14 @@ func (t *mcpTools) timelineCall(limit int, since, until, ns string, out *[]strin
 	if err != nil {
 		return timelineCall{}, err
 	}
-	if ns == "" {
-		ns = t.c.ns
+	c, err := t.clients(cluster)
+	if err != nil {
+		return timelineCall{}, err
 	}
-	q := t.c.querier()
+	if ns == "" {
+		ns = c.ns
+	}
+	q := c.querier()
 	notes(q, out)
 	return timelineCall{limit: n, window: w, ns: ns, q: q}, nil
 }
@@ -334,7 +383,7 @@ func notes(q *querier, out *[]string) {
 func (t *mcpTools) objectTimeline(ctx context.Context, _ *mcp.CallToolRequest, in ObjectInput) (*mcp.CallToolResult, TimelineOutput, error) {
 	ctx, warnings := collectWarnings(ctx)
 	out := TimelineOutput{Events: []EventSummary{}}
-	tc, err := t.timelineCall(in.Limit, in.Since, in.Until, in.Namespace, &out.Notes)
+	tc, err := t.timelineCall(in.Cluster, in.Limit, in.Since, in.Until, in.Namespace, &out.Notes)
 	if err != nil {
 		return nil, out, err
 	}
@@ -372,6 +421,7 @@ type FamilyInput struct {
 	Since     string `json:"since,omitempty" jsonschema:"only events that happened after this: a duration back from now (30m, 2h) or an RFC 3339 time"`
 	Until     string `json:"until,omitempty" jsonschema:"only events that happened before this: a duration back from now or an RFC 3339 time"`
 	Limit     int    `json:"limit,omitempty" jsonschema:"the most events to return across the family (the latest)"`
+	Cluster   string `json:"cluster,omitempty" jsonschema:"for an eventsd serving a fleet of clusters: the cluster to read, or '*' for every cluster at once (each event then says its cluster); default the one evctl was started with"`
 }
 
 // FamilyObject is one object of a family and its events.
@@ -400,8 +450,10 @@ func (t *mcpTools) familyTimeline(ctx context.Context, _ *mcp.CallToolRequest, i
 		return nil, out, fmt.Errorf("name the object: kind and name (e.g. deployment and web), or uid")
 	case named && in.UID != "":
 		return nil, out, fmt.Errorf("name the object once: kind and name, or uid, not both")
+	case in.Cluster == fleetCluster || in.Cluster == "" && t.c.cluster == fleetCluster:
+		return nil, out, fmt.Errorf("a family is one cluster's: give cluster a cluster's name, or use object_timeline for the object in every cluster")
 	}
-	tc, err := t.timelineCall(in.Limit, in.Since, in.Until, in.Namespace, &out.Notes)
+	tc, err := t.timelineCall(in.Cluster, in.Limit, in.Since, in.Until, in.Namespace, &out.Notes)
 	if err != nil {
 		return nil, out, err
 	}
@@ -473,6 +525,7 @@ type FacetsInput struct {
 	FieldSelector string `json:"fieldSelector,omitempty" jsonschema:"a Kubernetes field selector, e.g. type=Warning"`
 	Top           int    `json:"top,omitempty" jsonschema:"how many values per field, most first (default the server's, 10)"`
 	Bucket        string `json:"bucket,omitempty" jsonschema:"the width of the time buckets, e.g. 5m or 1h (default the server's choice)"`
+	Cluster       string `json:"cluster,omitempty" jsonschema:"for an eventsd serving a fleet of clusters: the cluster to read, or '*' for every cluster at once (each event then says its cluster); default the one evctl was started with"`
 }
 
 // FacetValue is one value of a field and what its events report.
@@ -513,7 +566,11 @@ func (t *mcpTools) eventFacets(ctx context.Context, _ *mcp.CallToolRequest, in F
 	if in.Top > 0 {
 		params["top"] = strconv.Itoa(in.Top)
 	}
-	l, err := t.c.facets(ctx, ns, params)
+	c, err := t.clients(in.Cluster)
+	if err != nil {
+		return nil, out, err
+	}
+	l, err := c.facets(ctx, ns, params)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, out, fmt.Errorf("the server does not serve %s (not eventsd, or an eventsd without them): %w", eventapi.FacetResource, err)
@@ -623,7 +680,10 @@ object_timeline (an object's events, as evctl timeline --family=false),
 family_timeline (an object and all it owns, as evctl timeline), and
 event_facets (occurrences by reason, type, kind, namespace, controller and
 over time, from eventsd's facets). Each call returns a bounded number of
-events and says what it left out.
+events and says what it left out. On an eventsd serving a fleet of
+clusters, each tool takes a cluster argument: a cluster's name, or "*" for
+every cluster at once; without it, the cluster of --cluster (or
+--all-clusters), else the server's root.
 
 Register it with an MCP client as a command, for example:
 

@@ -8,6 +8,7 @@ import (
 
 	eventsv1 "k8s.io/api/events/v1"
 
+	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/internal/seriesstate"
 )
 
@@ -70,7 +71,11 @@ func sortByFirst(rows []*row) {
 	})
 }
 
-func key(ev *eventsv1.Event) string { return ev.Namespace + "/" + ev.Name }
+// key orders events of equal times: by cluster (across a fleet's),
+// namespace and name.
+func key(ev *eventsv1.Event) string {
+	return ev.Annotations[eventapi.ClusterAnnotation] + "/" + ev.Namespace + "/" + ev.Name
+}
 
 // revision is a resourceVersion as a number when it is one (eventsd's and
 // etcd's are), for ordering changes to one object.

@@ -20,8 +20,11 @@ type printer struct {
 	out           io.Writer
 	output        string // "", "wide", "json", "yaml"
 	allNamespaces bool
-	now           func() time.Time
-	headerDone    bool
+	// clusters adds a CLUSTER column, first: the events are read across
+	// a fleet's clusters (--all-clusters).
+	clusters   bool
+	now        func() time.Time
+	headerDone bool
 }
 
 func (p *printer) age(t time.Time) string {
@@ -80,7 +83,7 @@ func (p *printer) table(rows []*row) error {
 		if p.allNamespaces {
 			cols = append([]string{"NAMESPACE"}, cols...)
 		}
-		fmt.Fprintln(w, strings.Join(cols, "\t"))
+		fmt.Fprintln(w, strings.Join(p.clusterCell(cols, "CLUSTER"), "\t"))
 	}
 	for _, r := range rows {
 		ev := r.ev
@@ -92,7 +95,7 @@ func (p *printer) table(rows []*row) error {
 		if p.allNamespaces {
 			cells = append([]string{ev.Namespace}, cells...)
 		}
-		fmt.Fprintln(w, strings.Join(cells, "\t"))
+		fmt.Fprintln(w, strings.Join(p.clusterCell(cells, clusterOf(r)), "\t"))
 	}
 	return w.Flush()
 }
@@ -133,8 +136,8 @@ func (p *printer) timeline(rows []*row) error {
 		return p.list(rows)
 	}
 	w := tabwriter.NewWriter(p.out, 0, 8, 3, ' ', 0)
-	p.header(w, "TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tROLE\tOBJECT\tMESSAGE",
-		"TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tACTION\tROLE\tOBJECT\tRELATED\tSOURCE\tNAMESPACE\tNAME\tMESSAGE")
+	p.header(w, p.clusterColumn("TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tROLE\tOBJECT\tMESSAGE"),
+		p.clusterColumn("TIME\tUNTIL\tCOUNT\tTYPE\tREASON\tACTION\tROLE\tOBJECT\tRELATED\tSOURCE\tNAMESPACE\tNAME\tMESSAGE"))
 	for _, r := range rows {
 		ev := r.ev
 		until, count := span(r)
@@ -144,9 +147,27 @@ func (p *printer) timeline(rows []*row) error {
 			cells = []string{r.first.UTC().Format(timeFormat), until, count, ev.Type, ev.Reason, ev.Action, r.role,
 				objectRef(ev.Regarding.Kind, ev.Regarding.Name), related(ev), source(ev), ev.Namespace, ev.Name, trimmed(ev.Note)}
 		}
-		fmt.Fprintln(w, strings.Join(cells, "\t"))
+		fmt.Fprintln(w, strings.Join(p.clusterCell(cells, clusterOf(r)), "\t"))
 	}
 	return w.Flush()
+}
+
+// clusterCell returns cells with cell first when p shows the CLUSTER
+// column.
+func (p *printer) clusterCell(cells []string, cell string) []string {
+	if !p.clusters {
+		return cells
+	}
+	return append([]string{cell}, cells...)
+}
+
+// clusterColumn returns a header's columns (tab-separated) with CLUSTER
+// first when p shows it.
+func (p *printer) clusterColumn(cols string) string {
+	if !p.clusters {
+		return cols
+	}
+	return "CLUSTER\t" + cols
 }
 
 // span is a timeline's UNTIL and COUNT cells of r: a series' last time,

@@ -1,13 +1,17 @@
 // The page's client of the events.k8s.io/v1 API of the server that served
 // it (and of eventsd's lineages, for the family view): requests with the user's bearer token (kept in sessionStorage, asked
 // for when the API answers 401), paginated lists, and watches read as JSON
-// lines from a fetch stream.
+// lines from a fetch stream. On an eventsd serving a fleet, the API of one
+// of its clusters, or of all at once (every path under a prefix,
+// /clusters/NAME or /clusters/*), and the list of its clusters.
 
 import { LineSplitter, lineageWarnings } from "./model.js";
 
 const TOKEN_KEY = "kubevents.token";
 const EVENTS = "/apis/events.k8s.io/v1";
 const KUBEVENTS = "/apis/events.kubevents.io/v1";
+// CLUSTERS lists a fleet's clusters, at the server's root.
+const CLUSTERS = "/clusters/";
 // PAGE is the limit of each list request, as evctl's pages.
 const PAGE = 500;
 
@@ -38,10 +42,12 @@ export class API {
   // askToken is called when the API answers 401; it resolves to a token
   // to try, or rejects.
   // onTokenChange, if given, is called whenever the token is set or
-  // dropped.
-  constructor(askToken, onTokenChange) {
+  // dropped. prefix, if given, starts every API path: a cluster's
+  // (model.js's clusterPrefix).
+  constructor(askToken, onTokenChange, prefix) {
     this.askToken = askToken;
     this.onTokenChange = onTokenChange || (() => {});
+    this.prefix = prefix || "";
   }
 
   get token() {
@@ -54,13 +60,15 @@ export class API {
     this.onTokenChange();
   }
 
-  // fetch sends a GET with the token, asking for a token again as long
-  // as the API answers 401.
+  // fetch sends a GET of path (under the API's prefix, unless
+  // opts.root) with the token, asking for a token again as long as the
+  // API answers 401.
   async fetch(path, opts = {}) {
+    const url = opts.root ? path : this.prefix + path;
     for (;;) {
       const headers = { Accept: opts.accept || "application/json" };
       if (this.token) headers.Authorization = `Bearer ${this.token}`;
-      const resp = await fetch(path, { headers, signal: opts.signal, cache: "no-store" });
+      const resp = await fetch(url, { headers, signal: opts.signal, cache: "no-store" });
       if (resp.status !== 401) return resp;
       const status = await resp.json().catch(() => null);
       const refused = this.token;
@@ -99,6 +107,18 @@ export class API {
       if (!cont) return { items, rv, truncated: false };
       if (opts.maxItems && items.length >= opts.maxItems) return { items, rv, truncated: true };
     }
+  }
+
+  // clusters reads the clusters of the fleet the server serves (GET
+  // /clusters/ at its root, eventapi.ClusterList's items: {name, root,
+  // readOnly}); none from a server without a fleet (an empty list, or
+  // 404 from a server that knows no fleets).
+  async clusters(opts = {}) {
+    const resp = await this.fetch(CLUSTERS, { ...opts, root: true });
+    if (resp.status === 404) return [];
+    const body = await resp.json().catch(() => null);
+    if (!resp.ok) throw new ApiError(resp.status, body);
+    return (body && body.items) || [];
   }
 
   // lineages reads the objects of the family fieldSelector names (in

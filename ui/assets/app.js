@@ -2,12 +2,12 @@
 // on is in model.js; this file draws and wires the DOM.
 
 import { API, ApiError } from "./api.js";
-import { $, askToken, el, errorText, follow, iso, svg } from "./page.js";
+import { $, askToken, el, errorText, follow, iso, setupClusterPicker, svg } from "./page.js";
 import {
-  DEFAULT_ZOOM, EventStore, ZOOMS, describe, familySelector, familyTree, familyWindow, formatTarget, guessKind,
-  involvement, involvesSelector, isUnsupportedField, layoutFamily, layoutTimeline, lineageHas, objectRef, overview,
-  parseDiscovery, parseTarget, rangeOfDrag, resolveKind, rowOf, stateFromURL, stateToURL, timeAt, timeTicks, viewFor,
-  wheelFactor, windowFor, zoomAround,
+  DEFAULT_ZOOM, EventStore, FLEET, ZOOMS, clusterFromURL, clusterOfEvent, clusterPrefix, describe, familySelector, familyTree,
+  familyWindow, formatTarget, guessKind, involvement, involvesSelector, isUnsupportedField, layoutFamily, layoutTimeline, lineageHas,
+  objectRef, overview, parseDiscovery, parseTarget, rangeOfDrag, resolveKind, rowOf, stateFromURL, stateToURL, timeAt, timeTicks,
+  viewFor, wheelFactor, windowFor, withCluster, zoomAround,
 } from "./model.js";
 
 // TRACK_HEIGHT is the height of one row of bars in a lane, in pixels.
@@ -31,8 +31,17 @@ function showTokenState() {
   $("#forget-token").hidden = !api.token;
 }
 
-const api = new API(askToken, showTokenState);
+// cluster is the cluster of a fleet the page reads (its URL's cluster
+// parameter): "" for the server's root, FLEET for every cluster at once,
+// where a family cannot be shown (it is one cluster's).
+const cluster = clusterFromURL(location.search);
+const api = new API(askToken, showTokenState, clusterPrefix(cluster));
 let state = stateFromURL(location.search);
+
+// pageURL is the page's URL for state s, in the page's cluster.
+function pageURL(s) {
+  return location.pathname + withCluster(stateToURL(s), cluster);
+}
 let session = null;
 let resources = null;
 
@@ -46,7 +55,7 @@ function setStatus(msg, isError) {
 // unless replace) and on the page.
 function navigate(changes, replace) {
   const next = { ...state, ...changes };
-  const url = location.pathname + stateToURL(next);
+  const url = pageURL(next);
   if (replace) history.replaceState(null, "", url);
   else history.pushState(null, "", url);
   const reload = next.object !== state.object || next.warnings !== state.warnings && !next.object || next.namespace !== state.namespace ||
@@ -62,10 +71,17 @@ window.addEventListener("popstate", () => {
 
 // objectLink is a link to an object's timeline that the page follows
 // itself (a real href, so it can be opened elsewhere or copied).
+// An object of another cluster (ref.cluster, read across a fleet's
+// clusters) is linked to its timeline in its own cluster: another load
+// of the page.
 function objectLink(ref, cls) {
   const object = formatTarget({ namespace: ref.namespace || "", kind: ref.kind, name: ref.name });
+  const s = { ...state, object, event: "", view: "" };
+  if (ref.cluster && ref.cluster !== cluster) {
+    return el("a", { href: location.pathname + withCluster(stateToURL(s), ref.cluster), class: cls || "", "data-ref": object }, objectRef(ref));
+  }
   // The linked object opens in its kind's default view.
-  const a = el("a", { href: location.pathname + stateToURL({ ...state, object, event: "", view: "" }), class: cls || "", "data-ref": object }, objectRef(ref));
+  const a = el("a", { href: pageURL(s), class: cls || "", "data-ref": object }, objectRef(ref));
   if (ref.namespace) a.title = `${ref.namespace}/${objectRef(ref)}`;
   a.addEventListener("click", (e) => {
     if (e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey) return;
@@ -116,16 +132,18 @@ async function showOverview() {
     const o = overview(items, Date.now(), { warningsOnly: state.warnings, namespace: state.namespace });
     const nsBody = $("#namespaces tbody");
     nsBody.replaceChildren(...o.namespaces.map((n) => {
-      const a = el("a", { href: location.pathname + stateToURL({ ...state, object: "", namespace: n.name }) }, n.name || "(cluster)");
+      const a = el("a", { href: pageURL({ ...state, object: "", namespace: n.name }) }, n.name || "(cluster)");
       a.addEventListener("click", (e) => { e.preventDefault(); navigate({ namespace: n.name === state.namespace ? "" : n.name }); });
       return el("tr", { class: n.name === state.namespace ? "current" : "" }, el("td", {}, a), el("td", { class: "num" }, String(n.events)), el("td", { class: "num" }, String(n.warnings)));
     }));
     const objBody = $("#top-objects tbody");
     objBody.replaceChildren(...o.objects.map((x) => el("tr", {},
+      cluster === FLEET ? el("td", { class: "cluster" }, x.cluster) : null,
       el("td", {}, x.namespace), el("td", {}, objectLink(x)), el("td", { class: "num" }, String(x.warnings)),
       el("td", {}, x.reason), el("td", {}, iso(x.last)))));
     $("#top-empty").hidden = o.objects.length > 0;
-    $("#overview-scope").textContent = state.namespace ? `in namespace ${state.namespace}` : "in all namespaces";
+    $("#overview-scope").textContent = (state.namespace ? `in namespace ${state.namespace}` : "in all namespaces") +
+      (cluster === FLEET ? " of every cluster" : "");
     $("#overview-note").textContent = truncated ? `Counted over the first ${items.length} events only.` : `${items.length} events read.`;
     view.dataset.status = "ready";
     setStatus("");
@@ -317,11 +335,11 @@ async function showTimeline() {
   const resolved = formatTarget(target);
   if (resolved !== state.object) {
     state = { ...state, object: resolved };
-    history.replaceState(null, "", location.pathname + stateToURL(state));
+    history.replaceState(null, "", pageURL(state));
   }
   $("#search").value = resolved;
   $("#object-title").textContent = (target.namespace ? target.namespace + "/" : "") + objectRef(target);
-  const family = viewFor(state.view, target.kind) === "family";
+  const family = cluster !== FLEET && viewFor(state.view, target.kind) === "family";
   view.dataset.view = family ? "family" : "object";
   $("#title-prefix").textContent = family ? "Family of" : "Timeline of";
   for (const b of document.querySelectorAll("#view button")) b.setAttribute("aria-pressed", String(b.dataset.view === view.dataset.view));
@@ -605,7 +623,7 @@ function showDetails(it) {
   for (const r of rows) {
     const ev = r.ev;
     const fields = [
-      ["type", ev.type], ["reason", ev.reason], ["note", ev.note],
+      ["cluster", clusterOfEvent(ev)], ["type", ev.type], ["reason", ev.reason], ["note", ev.note],
       ["regarding", fullRef(ev.regarding)], ["related", fullRef(ev.related)], ["your object is", r.role],
       ["action", ev.action], ["reporting", [ev.reportingController, ev.reportingInstance].filter(Boolean).join(" / ")],
       ["first", iso(r.first)], ["last", r.series ? iso(r.last) : ""],
@@ -811,6 +829,16 @@ function setup() {
   });
   showTokenState();
   setupTimelineEvents();
+  $("#search-link").href = "search.html" + withCluster("", cluster);
+  $("#home").href = "./" + withCluster("", cluster);
+  if (cluster === FLEET) {
+    $("#top-objects thead tr").prepend(el("th", { scope: "col" }, "Cluster"));
+    const b = $('#view button[data-view="family"]');
+    b.disabled = true;
+    b.title = "A family is one cluster's: pick a cluster to see it";
+    $("#family-note").hidden = false;
+  }
+  setupClusterPicker(api, cluster, (c) => location.pathname + withCluster(stateToURL(state), c));
   show(true);
 }
 

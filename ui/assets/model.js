@@ -419,7 +419,8 @@ export function timeTicks(from, to, width) {
 
 // overview counts, from a list of events, each namespace's events and
 // Warning occurrences in the last hour, and the objects (regarding) with
-// the most Warning occurrences in the last hour.
+// the most Warning occurrences in the last hour (each with its cluster,
+// when the events were read across a fleet's clusters).
 export function overview(events, now, opts = {}) {
   const since = now - OVERVIEW_WINDOW;
   const namespaces = new Map();
@@ -434,9 +435,11 @@ export function overview(events, now, opts = {}) {
     n.warnings += r.count;
     if (opts.namespace && ns !== opts.namespace) continue;
     const reg = ev.regarding || {};
-    const key = `${reg.namespace || ""}/${reg.kind}/${reg.name}`;
+    // Across a fleet's clusters, same-named objects of two clusters are two.
+    const cluster = clusterOfEvent(ev);
+    const key = `${cluster}/${reg.namespace || ""}/${reg.kind}/${reg.name}`;
     let o = objects.get(key);
-    if (!o) objects.set(key, (o = { namespace: reg.namespace || "", kind: reg.kind, name: reg.name, warnings: 0, last: 0, reason: "" }));
+    if (!o) objects.set(key, (o = { cluster, namespace: reg.namespace || "", kind: reg.kind, name: reg.name, warnings: 0, last: 0, reason: "" }));
     o.warnings += r.count;
     if (r.last >= o.last) {
       o.last = r.last;
@@ -696,4 +699,46 @@ export function lineageWarnings(header) {
   let m;
   while ((m = re.exec(header || ""))) out.push(m[1].replace(/\\(.)/g, "$1"));
   return out;
+}
+
+// ---------------------------------------------------------------------
+// Clusters of a fleet: an eventsd serving several clusters serves each at
+// /clusters/NAME/ and every one at once at /clusters/*/ (FLEET), each
+// event there annotated with its cluster (CLUSTER_ANNOTATION). A page
+// reads the cluster of its URL's cluster parameter, so that a link names
+// the cluster.
+
+// FLEET is the cluster name of every cluster at once.
+export const FLEET = "*";
+
+// CLUSTER_ANNOTATION is the annotation (eventapi.ClusterAnnotation) with
+// an event's cluster, on the events read across clusters.
+export const CLUSTER_ANNOTATION = "events.kubevents.io/cluster";
+
+// clusterFromURL is the cluster a page's URL names ("" for the server's
+// root).
+export function clusterFromURL(search) {
+  return (new URLSearchParams(search).get("cluster") || "").trim();
+}
+
+// clusterPrefix is the API paths' prefix of cluster: "" for the root,
+// /clusters/NAME for a cluster, /clusters/* for every cluster.
+export function clusterPrefix(cluster) {
+  return cluster ? `/clusters/${encodeURIComponent(cluster)}` : "";
+}
+
+// withCluster returns query ("" or "?..."), a page's state in its URL,
+// naming cluster too (last), or no cluster for "".
+export function withCluster(query, cluster) {
+  const q = new URLSearchParams(query);
+  q.delete("cluster");
+  if (cluster) q.set("cluster", cluster);
+  const str = q.toString();
+  return str ? "?" + str : "";
+}
+
+// clusterOfEvent is the cluster an event read across clusters names, ""
+// for another.
+export function clusterOfEvent(ev) {
+  return (ev && ev.metadata && ev.metadata.annotations && ev.metadata.annotations[CLUSTER_ANNOTATION]) || "";
 }

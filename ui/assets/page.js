@@ -2,6 +2,7 @@
 // dialog, and how an error is told.
 
 import { ApiError } from "./api.js";
+import { FLEET } from "./model.js";
 
 export const SVG = "http://www.w3.org/2000/svg";
 
@@ -98,4 +99,33 @@ export async function follow(o) {
       wait = Math.min(wait * 2, RETRY_MAX);
     }
   }
+}
+
+// setupClusterPicker fills the header's cluster picker with the clusters
+// of the fleet the server serves (the server's root, each cluster, every
+// cluster at once), current selected, and goes to hrefFor(cluster) when
+// another is picked: the page then reads that cluster's API. It stays
+// hidden when the server serves no fleet, or its clusters cannot be read.
+export async function setupClusterPicker(api, current, hrefFor) {
+  const box = $("#cluster-picker");
+  let items = [];
+  try {
+    items = await api.clusters();
+  } catch (err) {
+    items = [];
+  }
+  // How many clusters the server serves, once known (for tests).
+  box.dataset.clusters = String(items.length);
+  if (items.length === 0) {
+    box.hidden = true;
+    return;
+  }
+  const sel = $("#cluster");
+  sel.replaceChildren(
+    el("option", { value: "" }, "Server root"),
+    ...items.map((c) => el("option", { value: c.name }, c.name + (c.root ? " (root)" : ""))),
+    el("option", { value: FLEET }, "All clusters"));
+  sel.value = current;
+  box.hidden = false;
+  sel.addEventListener("change", () => location.assign(hrefFor(sel.value)));
 }

@@ -13,8 +13,10 @@
 // repaints.
 
 import { API, ApiError } from "./api.js";
-import { $, askToken, el, errorText, follow, iso, svg } from "./page.js";
-import { EventStore, formatTarget, objectRef, rangeOfDrag, timeTicks } from "./model.js";
+import { $, askToken, el, errorText, follow, iso, setupClusterPicker, svg } from "./page.js";
+import {
+  EventStore, FLEET, clusterFromURL, clusterOfEvent, clusterPrefix, formatTarget, objectRef, rangeOfDrag, timeTicks, withCluster,
+} from "./model.js";
 import {
   Batcher, FILTER_EXAMPLES, LOUDEST_FIELDS, barAt, fieldSelectorOf, histogram, listParams, liveRange, loudest, parseBound,
   results, searchFromURL, searchToURL, watchParams, withFacet, zoomedTo,
@@ -39,7 +41,11 @@ const TOP = 10;
 const HISTOGRAM_HEIGHT = 110;
 const AXIS_HEIGHT = 18;
 
-const api = new API(askToken, () => { $("#forget-token").hidden = !api.token; });
+// cluster is the cluster of a fleet the page searches (its URL's cluster
+// parameter): "" for the server's root, FLEET for every cluster at once,
+// each result then with its cluster.
+const cluster = clusterFromURL(location.search);
+const api = new API(askToken, () => { $("#forget-token").hidden = !api.token; }, clusterPrefix(cluster));
 let state = searchFromURL(location.search);
 let session = null;
 let rowLimit = ROWS;
@@ -147,7 +153,7 @@ async function search(s, push) {
   session = next;
   state = s;
   rowLimit = ROWS;
-  const url = location.pathname + searchToURL(s);
+  const url = location.pathname + withCluster(searchToURL(s), cluster);
   if (push) history.pushState(null, "", url);
   else history.replaceState(null, "", url);
   fillForm(s);
@@ -220,8 +226,12 @@ function rowElement(row) {
   const ev = row.ev;
   const ref = ev.regarding || {};
   const object = formatTarget({ namespace: ref.namespace || "", kind: ref.kind || "", name: ref.name || "" });
-  const objectCell = ref.kind && ref.name ? el("a", { href: "./?" + new URLSearchParams({ object }) }, objectRef(ref)) : "";
+  // The object's timeline in the event's cluster.
+  const evCluster = clusterOfEvent(ev);
+  const href = "./" + withCluster("?" + new URLSearchParams({ object }), evCluster || cluster);
+  const objectCell = ref.kind && ref.name ? el("a", { href }, objectRef(ref)) : "";
   return el("tr", { class: row.type, "data-uid": row.uid },
+    cluster === FLEET ? el("td", { class: "cluster" }, evCluster) : null,
     el("td", {}, iso(row.last)),
     el("td", {}, (ev.metadata && ev.metadata.namespace) || ""),
     el("td", {}, objectCell),
@@ -370,6 +380,10 @@ function setup() {
   setInterval(() => {
     if (session && session.s.since && parseBound(session.s.since, Date.now()).absolute === false) render();
   }, TICK);
+  $("#timeline-link").href = "./" + withCluster("", cluster);
+  $("header .brand").href = "./" + withCluster("", cluster);
+  if (cluster === FLEET) $("#results thead tr").prepend(el("th", { scope: "col" }, "Cluster"));
+  setupClusterPicker(api, cluster, (c) => location.pathname + withCluster(searchToURL(state), c));
   fillForm(state);
   search(state, false);
 }

@@ -343,4 +343,28 @@ test("lineageWarnings reads the texts of Warning headers", () => {
   eq(m.lineageWarnings(null), []);
 });
 
+test("a page's cluster: read from its URL, kept in its links, the prefix of its API paths, read from an event", () => {
+  eq(m.clusterFromURL("?object=pod%2Fweb&cluster=east"), "east");
+  eq(m.clusterFromURL("?cluster=*"), m.FLEET);
+  eq(m.clusterFromURL("?object=pod%2Fweb"), "");
+  eq(m.clusterPrefix(""), "");
+  eq(m.clusterPrefix("east"), "/clusters/east");
+  eq(m.clusterPrefix(m.FLEET), "/clusters/*");
+  eq(m.withCluster("?object=pod%2Fweb", "east"), "?object=pod%2Fweb&cluster=east");
+  eq(m.withCluster("?cluster=east&ns=shop", "west"), "?ns=shop&cluster=west");
+  eq(m.withCluster("?cluster=east", ""), "");
+  eq(m.withCluster("", m.FLEET), "?cluster=*");
+  eq(m.clusterFromURL(m.withCluster("?ns=shop", "west")), "west");
+  eq(m.clusterOfEvent(ev({ annotations: { [m.CLUSTER_ANNOTATION]: "east" } })), "east");
+  eq(m.clusterOfEvent(ev({})), "");
+});
+
+test("overview keeps same-named objects of two clusters apart", () => {
+  const now = T0 + 30 * 60000;
+  const inCluster = (c, count) => ev({ type: "Warning", reason: "BackOff", at: 20, dc: count, annotations: { [m.CLUSTER_ANNOTATION]: c } });
+  const o = m.overview([inCluster("east", 2), inCluster("west", 5), inCluster("east", 1)], now);
+  eq(o.objects.map((x) => `${x.cluster} ${x.kind}/${x.name} ${x.warnings}`), ["west Pod/web-1 5", "east Pod/web-1 3"]);
+  eq(m.overview([ev({ type: "Warning", at: 20 })], now).objects[0].cluster, "");
+});
+
 await run();
