@@ -117,8 +117,9 @@ current-context: c
 // file, or --authorization-kubeconfig's SubjectAccessReviews), a request
 // to /clusters/east/ sends a review whose spec.extra has
 // events.kubevents.io/cluster: [east]; a root request sends one without
-// that extra; a request to /clusters/*/ is asked once per cluster, each
-// with its cluster in the extra, and served from the clusters allowed.
+// that extra; a request to /clusters/*/ is asked as such (extra "*"),
+// then, refused so, once per cluster, each with its cluster in the extra,
+// and served from the clusters allowed.
 func TestWebhookAuthorizationOfAFleet(t *testing.T) {
 	for _, mode := range []string{"webhook config file", "authorization kubeconfig"} {
 		t.Run(mode, func(t *testing.T) {
@@ -222,9 +223,14 @@ func TestWebhookAuthorizationOfAFleet(t *testing.T) {
 				t.Errorf("the fleet's list served %q, want east's event only", served)
 			}
 			got := clusterExtras(sars.take())
+			if len(got) == 0 || got[0] != server.FleetCluster {
+				t.Errorf("the fleet's request: reviews with cluster extras %q, want the fleet's first", got)
+			} else {
+				got = got[1:]
+			}
 			slices.Sort(got)
 			if !slices.Equal(got, []string{"east", "west"}) {
-				t.Errorf("the fleet's request: reviews with cluster extras %q, want one each for east and west", got)
+				t.Errorf("the fleet's request: reviews with cluster extras %q, want one each for east and west after the fleet's", got)
 			}
 		})
 	}

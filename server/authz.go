@@ -110,8 +110,11 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (_ *http.R
 // authorize asks the authorizer whether u may do what r asks, and
 // answers 403 (kube-apiserver's Forbidden Status) or, when the authorizer
 // failed, 500 if not. A request to every cluster of a fleet (FleetCluster)
-// is asked for each cluster: it is served from the clusters it is allowed
-// in (r is returned with that scope), and refused when there are none.
+// allowed as such (ABAC's cluster "*", a webhook's answer for the extra
+// "*") reads every cluster's events, those a removed source left
+// included; otherwise it is asked for each cluster the server serves, and
+// served from those it is allowed in (r is returned with that scope), or
+// refused when there are none.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, u user.Info) (*http.Request, bool) {
 	if s.cfg.Authorizer == nil {
 		return r, true
@@ -121,17 +124,14 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, u user.Info) 
 		writeStatus(w, apierrors.NewBadRequest(err.Error()))
 		return r, false
 	}
-	if sc := s.scopeOf(r.Context()); sc.fleet != nil {
-		if allowed := s.allowedClusters(r, attrs); len(allowed) > 0 {
-			if len(allowed) < len(s.clusters)-1 {
-				r = r.WithContext(context.WithValue(r.Context(), scopeKey{}, sc.only(allowed)))
-			}
-			return r, true
-		}
-	}
 	decision, reason, err := s.cfg.Authorizer.Authorize(r.Context(), attrs)
 	if decision == authorizer.DecisionAllow {
 		return r, true
+	}
+	if sc := s.scopeOf(r.Context()); sc.fleet != nil {
+		if allowed := s.allowedClusters(r, attrs); len(allowed) > 0 {
+			return r.WithContext(context.WithValue(r.Context(), scopeKey{}, sc.only(allowed))), true
+		}
 	}
 	if err != nil {
 		// Fail closed, with kube-apiserver's code: the request is not
