@@ -147,7 +147,7 @@ func TestOccurrencesExact(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			counter, err := eventmetrics.New(nil)
+			counter, err := eventmetrics.New(nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +238,7 @@ func TestOccurrencesExact(t *testing.T) {
 			}
 			// A second replica on the same etcd: it counts the writes
 			// it makes, the first replica does not see them.
-			counter2, err := eventmetrics.New(nil)
+			counter2, err := eventmetrics.New(nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -328,7 +328,7 @@ func TestRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	open := func() (*eventmetrics.Counter, storage.Interface) {
-		c, err := eventmetrics.New(nil)
+		c, err := eventmetrics.New(nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

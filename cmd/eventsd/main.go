@@ -296,7 +296,7 @@ func run(ctx context.Context, o options) error {
 				return fmt.Errorf("--event-metrics-config: %w", err)
 			}
 		}
-		if occurrences, err = eventmetrics.New(c); err != nil {
+		if occurrences, err = eventmetrics.New(c, nil); err != nil {
 			return fmt.Errorf("--event-metrics-config: %w", err)
 		}
 	} else if o.eventMetricsFile != "" {
