@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	clientevents "k8s.io/client-go/tools/events"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func TestMain(m *testing.M) {
@@ -365,5 +366,130 @@ func TestRestart(t *testing.T) {
 	}
 	if by, sum := occurrences(t, c2); sum != 1 || by["a"] != 1 {
 		t.Fatalf("after the restart and an update 3 -> 4: %v, want 1", by)
+	}
+}
+
+// scraper reads the counter as Prometheus' increase() does over the
+// whole run: a series' growth between scrapes, and the whole value of a
+// series that is new, came back after it vanished, or went down (a
+// counter reset).
+type scraper struct {
+	prev     map[string]float64
+	total    float64
+	overflow float64 // the overflow series' value at the last scrape
+}
+
+// scrape gathers c once; it returns the label sets held and the
+// expiries so far.
+func (s *scraper) scrape(t *testing.T, c *eventmetrics.Counter) (sets, expired float64) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.Metric {
+			switch mf.GetName() {
+			case eventmetrics.OccurrencesName:
+				key := ""
+				for _, l := range m.Label {
+					key += l.GetName() + "=" + l.GetValue() + ","
+				}
+				cur[key] = m.Counter.GetValue()
+				if m.Label[0].GetValue() == eventmetrics.OverflowValue {
+					s.overflow = m.Counter.GetValue()
+				}
+			case eventmetrics.LabelSetsName:
+				sets = m.Gauge.GetValue()
+			case eventmetrics.LabelSetsExpiredName:
+				expired = m.Counter.GetValue()
+			}
+		}
+	}
+	for k, v := range cur {
+		if p, ok := s.prev[k]; ok && v >= p {
+			s.total += v - p
+		} else {
+			s.total += v
+		}
+	}
+	s.prev = cur
+	return sets, expired
+}
+
+// TestIdleExpiryExact: Pods churn through a store on a fake clock, each
+// backing off for an hour, more of them than the counter's maximum of
+// label sets (each with its name). Idle label sets are deleted and their
+// places reused, so nothing overflows, and what a Prometheus reading the
+// scrapes as increase() does adds up to exactly the occurrences the
+// stored events hold, a Pod whose label set was deleted and that backs
+// off again included.
+func TestIdleExpiryExact(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakePassiveClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	c, err := eventmetrics.New(&eventmetrics.Configuration{MaxLabelSets: 4, MaxNamedLabelSets: 4, IdleExpiry: "1h"}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir(), Logger: quiet, NoSync: true, Written: c.Observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stored := map[string]*corev1.Event{}
+	backOff := func(p string, count int32) {
+		t.Helper()
+		ev := stored[p]
+		if ev == nil {
+			ev = &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: p + ".backoff"}, Type: corev1.EventTypeWarning,
+				Reason: "BackOff", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: p}, Count: count,
+				Source: corev1.EventSource{Component: "kubelet"}}
+			if ev, err = st.Create(ctx, ev, storage.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			ev = ev.DeepCopy()
+			ev.Count += count
+			if ev, err = st.Update(ctx, ev, storage.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stored[p] = ev
+	}
+	var s scraper
+	const rounds = 12
+	for r := range rounds {
+		clk.SetTime(clk.Now().Add(30 * time.Minute))
+		backOff(fmt.Sprintf("web-%d", r), 2)
+		if r > 0 {
+			backOff(fmt.Sprintf("web-%d", r-1), 3)
+		}
+		if r == 9 {
+			backOff("web-1", 4) // its label set was deleted long ago: from 0
+		}
+		sets, _ := s.scrape(t, c)
+		if sets > 4 {
+			t.Fatalf("round %d: %v label sets, past the maximum of 4", r, sets)
+		}
+	}
+	_, expired := s.scrape(t, c)
+	want := 0.0
+	for _, ev := range stored {
+		want += float64(eventapi.Occurrences(ev))
+	}
+	if s.total != want {
+		t.Errorf("increase over the scrapes %v, want the %v occurrences stored", s.total, want)
+	}
+	if s.overflow != 0 {
+		t.Errorf("overflow %v, want 0: idle label sets should have made room", s.overflow)
+	}
+	// Each Pod's label set grew for the last time one round after its
+	// first: deleted two rounds (an hour) later, but for the last ones
+	// and web-1 twice.
+	if expired != rounds-3+1 {
+		t.Errorf("%v label sets expired, want %d", expired, rounds-3+1)
 	}
 }
