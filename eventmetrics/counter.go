@@ -36,10 +36,15 @@ const (
 // nameIndex is the name label's index in AllLabels and labelValues.
 const nameIndex = 5
 
-// series is one label set's count and when it last grew.
+// series is one label set's count and what its idle expiry needs: a
+// write only sets touched (a load, and a store the first time since the
+// last sweep, so that writes to a series do not contend on a clock or a
+// timestamp); a sweep moves last to its own time when touched, and
+// clears touched.
 type series struct {
-	n    atomic.Uint64
-	last atomic.Int64 // the clock's Unix nanoseconds at the last growth
+	n       atomic.Uint64
+	touched atomic.Bool
+	last    int64 // the clock's Unix nanoseconds: made, or seen touched by a sweep; under the write lock
 }
 
 // labelValues are an occurrence's values of AllLabels, in their order;
@@ -185,28 +190,39 @@ func kept(set map[string]bool, v string) string {
 // series if the bounds allow, else (a named v past the named maximum) to
 // v's series without the name, else to the overflow series.
 func (m *Counter) add(v labelValues, n uint64) {
-	now := m.clock.Now().UnixNano()
 	// The series is grown under the read lock, so that a sweep (under the
 	// write lock) never deletes a series between its lookup and its
 	// growth.
 	m.mu.RLock()
-	if s := m.series[v]; s != nil {
+	s := m.series[v]
+	if s == nil && v[nameIndex] != "" && m.named >= m.maxNamed {
+		// The named label sets are full: the nameless one, if it
+		// exists, without the write lock (a sweep at the next scrape
+		// frees the named places of idle series).
+		nameless := v
+		nameless[nameIndex] = ""
+		if s = m.series[nameless]; s != nil {
+			m.namesRefusedCount.Add(1)
+		}
+	}
+	if s != nil {
 		s.n.Add(n)
-		s.last.Store(now)
+		if !s.touched.Load() {
+			s.touched.Store(true)
+		}
 		m.mu.RUnlock()
 		return
 	}
 	m.mu.RUnlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.seriesLocked(v, now)
+	s = m.seriesLocked(v, m.clock.Now().UnixNano())
 	if s == nil {
 		m.overflow.Add(n)
 		m.refusedCount.Add(1)
 		return
 	}
 	s.n.Add(n)
-	s.last.Store(now)
 }
 
 // seriesLocked returns v's series, made if the bounds allow (deleting
@@ -230,7 +246,7 @@ func (m *Counter) seriesLocked(v labelValues, now int64) *series {
 		v[nameIndex] = ""
 		s := m.series[v]
 		if s == nil && len(m.series) < m.max {
-			s = &series{}
+			s = &series{last: now}
 			m.series[v] = s
 		}
 		if s != nil {
@@ -241,7 +257,7 @@ func (m *Counter) seriesLocked(v labelValues, now int64) *series {
 	if len(m.series) >= m.max {
 		return nil
 	}
-	s := &series{}
+	s := &series{last: now}
 	m.series[v] = s
 	if named {
 		m.named++
@@ -250,13 +266,17 @@ func (m *Counter) seriesLocked(v labelValues, now int64) *series {
 }
 
 // sweepLocked deletes the series that have not grown for the idle
-// expiry. m.mu is held for writing.
+// expiry: made, or last seen grown by a sweep, at least that long ago.
+// m.mu is held for writing.
 func (m *Counter) sweepLocked(now int64) {
 	if m.idle <= 0 {
 		return
 	}
 	for v, s := range m.series {
-		if now-s.last.Load() >= int64(m.idle) {
+		if s.touched.Load() {
+			s.touched.Store(false)
+			s.last = now
+		} else if now-s.last >= int64(m.idle) {
 			delete(m.series, v)
 			if v[nameIndex] != "" {
 				m.named--
