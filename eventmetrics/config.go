@@ -140,7 +140,9 @@ type Configuration struct {
 	// IdleExpiry is how long a label set may go without growing before
 	// it is deleted from the counter, freeing its place under
 	// maxLabelSets as objects come and go (default 1h, at least 5m; 0s
-	// keeps every label set until eventsd stops). A deleted label set
+	// keeps every label set until eventsd stops). Growth is seen by the
+	// scrapes: a label set goes at the first scrape at least idleExpiry
+	// after the last one that saw it grow. A deleted label set
 	// that grows again starts from 0: to Prometheus a counter reset,
 	// which rate() and increase() handle.
 	IdleExpiry string `json:"idleExpiry,omitempty"`
