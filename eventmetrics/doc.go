@@ -24,4 +24,11 @@
 // for the idle expiry (an hour by default, on an injected clock) is
 // deleted, so the places of objects gone free up; if it grows again it
 // starts from zero, a counter reset to Prometheus.
+//
+// LiveSeries, fed by the same observer, is the gauge
+// eventsd_event_series_live{reason,kind}: the events whose series is not
+// yet finished, that is last observed less than SeriesFinishWindow (the
+// 6 minutes after which client-go's events recorder finishes a series)
+// ago, kept from the writes with their deadlines and dropped when
+// finished, without reading the store.
 package eventmetrics

@@ -2,8 +2,10 @@ package eventmetrics_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -492,4 +494,122 @@ func TestIdleExpiryExact(t *testing.T) {
 	if expired != rounds-3+1 {
 		t.Errorf("%v label sets expired, want %d", expired, rounds-3+1)
 	}
+}
+
+// live returns the live series gauge by reason.
+func live(t *testing.T, l *eventmetrics.LiveSeries) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(l)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != eventmetrics.LiveSeriesName {
+			continue
+		}
+		for _, m := range mf.Metric {
+			for _, lp := range m.Label {
+				if lp.GetName() == eventmetrics.LabelReason {
+					got[lp.GetValue()] = m.Gauge.GetValue()
+				}
+			}
+		}
+	}
+	return got
+}
+
+// TestLiveSeriesExact: eventsd_event_series_live through a real
+// pebblestore, the store's TTLs and the gauge on one fake clock: a series
+// counts from its write while its last observation is under 6 minutes
+// old, an extension keeps it, a late write of a finished series (the
+// recorder's final patch) does not revive it, events without a series
+// and series observed long ago never count, a lastObservedTime in the
+// future counts from the write; a TTL deletion of a finished series
+// changes nothing, and one of a live series (a TTL under 6 minutes) is
+// not seen: it counts until its window ends.
+func TestLiveSeriesExact(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	l, err := eventmetrics.NewLiveSeries(nil, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir(), Logger: quiet, NoSync: true, Clock: clk,
+		DefaultTTL: 10 * time.Minute, Written: l.Observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	t0 := clk.Now()
+	at := func(d time.Duration) { clk.SetTime(t0.Add(d)) }
+	series := func(name, reason string, count int32, observed time.Time) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Type: corev1.EventTypeWarning, Reason: reason,
+			InvolvedObject:      corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: name},
+			ReportingController: "kubelet", ReportingInstance: "node-1", Action: "Restart",
+			EventTime: metav1.NewMicroTime(t0), Series: &corev1.EventSeries{Count: count, LastObservedTime: metav1.NewMicroTime(observed)}}
+	}
+	write := func(ev *corev1.Event, ttl time.Duration) {
+		t.Helper()
+		if _, err := st.Update(ctx, ev, storage.WriteOptions{CreateIfMissing: true, TTL: ttl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, want map[string]float64) {
+		t.Helper()
+		if got := live(t, l); !maps.Equal(got, want) {
+			t.Errorf("%s: live series %v, want %v", when, got, want)
+		}
+	}
+
+	write(series("a", "BackOff", 2, t0), 0)                          // started
+	write(series("old", "Unhealthy", 9, t0.Add(-10*time.Minute)), 0) // observed 10 minutes ago: finished
+	write(series("future", "FailedMount", 2, t0.Add(time.Hour)), 0)  // a recorder's clock ahead: from the write
+	write(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "legacy"}, Reason: "BackOff", Count: 40,
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "legacy"}}, 0) // no series
+	check("started", map[string]float64{"BackOff": 1, "FailedMount": 1})
+
+	at(5 * time.Minute)
+	write(series("a", "BackOff", 3, t0.Add(5*time.Minute)), 0) // extended to 11m
+	check("extended", map[string]float64{"BackOff": 1, "FailedMount": 1})
+	at(6*time.Minute - time.Nanosecond)
+	check("just before 6m", map[string]float64{"BackOff": 1, "FailedMount": 1})
+	at(6 * time.Minute)
+	check("at 6m", map[string]float64{"BackOff": 1})
+	at(11*time.Minute - time.Nanosecond)
+	check("just before 11m", map[string]float64{"BackOff": 1})
+	at(11 * time.Minute)
+	check("at 11m", map[string]float64{})
+	at(12 * time.Minute)
+	write(series("a", "BackOff", 4, t0.Add(5*time.Minute)), 0) // the final patch, 7 minutes late
+	check("finished, patched", map[string]float64{})
+
+	// A short TTL deletes a live series; the gauge does not see it.
+	write(series("short", "BackOff", 2, t0.Add(12*time.Minute)), 2*time.Minute)
+	check("short TTL", map[string]float64{"BackOff": 1})
+	expireBy := func(d time.Duration, name string) {
+		t.Helper()
+		clk.SetTime(t0.Add(d)) // the store's expiry ticks on the clock
+		for i := 0; ; i++ {
+			if _, err := st.Get(ctx, "ns", name); errors.Is(err, storage.ErrNotFound) {
+				return
+			}
+			if i == 500 {
+				t.Fatalf("%s not deleted by its TTL at %v", name, d)
+			}
+			clk.Step(time.Millisecond)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	expireBy(15*time.Minute, "short")
+	check("short deleted by TTL", map[string]float64{"BackOff": 1})
+	at(18 * time.Minute)
+	check("short's window over", map[string]float64{})
+
+	// A's TTL (10 minutes after its last write, at 12m) deletes a
+	// finished series: nothing changes.
+	expireBy(23*time.Minute, "a")
+	check("a deleted by TTL", map[string]float64{})
 }
