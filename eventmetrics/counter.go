@@ -88,14 +88,9 @@ type Counter struct {
 // configuration. It validates c. clk times the label sets' idle expiry;
 // nil is the real clock.
 func New(c *Configuration, clk clock.PassiveClock) (*Counter, error) {
-	if c == nil {
-		c = &Configuration{}
-	}
-	if errs := c.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid %s: %w", ConfigurationKind, errs.ToAggregate())
-	}
-	if clk == nil {
-		clk = clock.RealClock{}
+	c, clk, err := defaulted(c, clk)
+	if err != nil {
+		return nil, err
 	}
 	m := &Counter{clock: clk, max: c.maxLabelSets(), maxNamed: c.maxNamedLabelSets(), idle: c.idleExpiry(),
 		nameFor: c.nameFor(), series: map[labelValues]*series{}}
@@ -123,6 +118,21 @@ func New(c *Configuration, clk clock.PassiveClock) (*Counter, error) {
 	m.expired = prometheus.NewDesc(LabelSetsExpiredName,
 		"Label sets of eventsd_event_occurrences_total deleted because they had not grown for the configuration's idleExpiry; one that grows again restarts from 0 (a counter reset).", nil, nil)
 	return m, nil
+}
+
+// defaulted returns c, the default configuration when nil, validated,
+// and clk, the real clock when nil.
+func defaulted(c *Configuration, clk clock.PassiveClock) (*Configuration, clock.PassiveClock, error) {
+	if c == nil {
+		c = &Configuration{}
+	}
+	if errs := c.Validate(); len(errs) > 0 {
+		return nil, nil, fmt.Errorf("invalid %s: %w", ConfigurationKind, errs.ToAggregate())
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return c, clk, nil
 }
 
 // setOf returns values as a set, nil when empty (everything kept).

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubevents/kubevents/internal/metricstest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -219,38 +220,9 @@ eventsd_event_occurrences_total{reason="_overflow"} 0
 // name/reason, with the expiries, names refused and label sets refused.
 func values(t *testing.T, m *Counter) (map[string]float64, [3]float64) {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(m)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	var counts [3]float64
-	for _, mf := range mfs {
-		for _, mt := range mf.Metric {
-			switch mf.GetName() {
-			case OccurrencesName:
-				var name, reason string
-				for _, l := range mt.Label {
-					switch l.GetName() {
-					case LabelName:
-						name = l.GetValue()
-					case LabelReason:
-						reason = l.GetValue()
-					}
-				}
-				got[name+"/"+reason] = mt.Counter.GetValue()
-			case LabelSetsExpiredName:
-				counts[0] = mt.Counter.GetValue()
-			case NamesRefusedName:
-				counts[1] = mt.Counter.GetValue()
-			case LabelSetsRefusedName:
-				counts[2] = mt.Counter.GetValue()
-			}
-		}
-	}
-	return got, counts
+	one := func(name string) float64 { return metricstest.Samples(t, m, name)[""] }
+	return metricstest.Samples(t, m, OccurrencesName, LabelName, LabelReason),
+		[3]float64{one(LabelSetsExpiredName), one(NamesRefusedName), one(LabelSetsRefusedName)}
 }
 
 // TestIdleExpiry: on a fake clock, a label set that has not grown for

@@ -17,6 +17,7 @@ import (
 	"github.com/kubevents/kubevents/eventmetrics"
 	"github.com/kubevents/kubevents/events"
 	"github.com/kubevents/kubevents/fold"
+	"github.com/kubevents/kubevents/internal/metricstest"
 	"github.com/kubevents/kubevents/mirror"
 	"github.com/kubevents/kubevents/record"
 	"github.com/kubevents/kubevents/server"
@@ -50,25 +51,10 @@ var quiet = slog.New(slog.DiscardHandler)
 // series under its marker) and their sum.
 func occurrences(t *testing.T, c *eventmetrics.Counter) (map[string]float64, float64) {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	by, sum := map[string]float64{}, 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != eventmetrics.OccurrencesName {
-			continue
-		}
-		for _, m := range mf.Metric {
-			for _, l := range m.Label {
-				if l.GetName() == eventmetrics.LabelNamespace {
-					by[l.GetValue()] += m.Counter.GetValue()
-				}
-			}
-			sum += m.Counter.GetValue()
-		}
+	by := metricstest.Samples(t, c, eventmetrics.OccurrencesName, eventmetrics.LabelNamespace)
+	sum := 0.0
+	for _, v := range by {
+		sum += v
 	}
 	return by, sum
 }
@@ -385,33 +371,11 @@ type scraper struct {
 // expiries so far.
 func (s *scraper) scrape(t *testing.T, c *eventmetrics.Counter) (sets, expired float64) {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.Metric {
-			switch mf.GetName() {
-			case eventmetrics.OccurrencesName:
-				key := ""
-				for _, l := range m.Label {
-					key += l.GetName() + "=" + l.GetValue() + ","
-				}
-				cur[key] = m.Counter.GetValue()
-				if m.Label[0].GetValue() == eventmetrics.OverflowValue {
-					s.overflow = m.Counter.GetValue()
-				}
-			case eventmetrics.LabelSetsName:
-				sets = m.Gauge.GetValue()
-			case eventmetrics.LabelSetsExpiredName:
-				expired = m.Counter.GetValue()
-			}
-		}
-	}
+	cur := metricstest.Samples(t, c, eventmetrics.OccurrencesName)
 	for k, v := range cur {
+		if strings.Contains(k, eventmetrics.LabelNamespace+"="+eventmetrics.OverflowValue) {
+			s.overflow = v
+		}
 		if p, ok := s.prev[k]; ok && v >= p {
 			s.total += v - p
 		} else {
@@ -419,7 +383,7 @@ func (s *scraper) scrape(t *testing.T, c *eventmetrics.Counter) (sets, expired f
 		}
 	}
 	s.prev = cur
-	return sets, expired
+	return metricstest.Samples(t, c, eventmetrics.LabelSetsName)[""], metricstest.Samples(t, c, eventmetrics.LabelSetsExpiredName)[""]
 }
 
 // TestIdleExpiryExact: Pods churn through a store on a fake clock, each
@@ -499,26 +463,7 @@ func TestIdleExpiryExact(t *testing.T) {
 // live returns the live series gauge by reason.
 func live(t *testing.T, l *eventmetrics.LiveSeries) map[string]float64 {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(l)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != eventmetrics.LiveSeriesName {
-			continue
-		}
-		for _, m := range mf.Metric {
-			for _, lp := range m.Label {
-				if lp.GetName() == eventmetrics.LabelReason {
-					got[lp.GetValue()] = m.Gauge.GetValue()
-				}
-			}
-		}
-	}
-	return got
+	return metricstest.Samples(t, l, eventmetrics.LiveSeriesName, eventmetrics.LabelReason)
 }
 
 // TestLiveSeriesExact: eventsd_event_series_live through a real

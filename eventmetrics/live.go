@@ -79,14 +79,9 @@ type LiveSeries struct {
 // counted under OverflowValue); a nil c is the default configuration. It
 // validates c. clk tells when series finish; nil is the real clock.
 func NewLiveSeries(c *Configuration, clk clock.PassiveClock) (*LiveSeries, error) {
-	if c == nil {
-		c = &Configuration{}
-	}
-	if errs := c.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("invalid %s: %w", ConfigurationKind, errs.ToAggregate())
-	}
-	if clk == nil {
-		clk = clock.RealClock{}
+	c, clk, err := defaulted(c, clk)
+	if err != nil {
+		return nil, err
 	}
 	return &LiveSeries{
 		clock: clk, window: SeriesFinishWindow, reasons: setOf(c.Reasons), maxSets: c.maxLabelSets(), maxTracked: MaxTrackedSeries,

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/kubevents/kubevents/internal/metricstest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
@@ -15,33 +15,7 @@ import (
 // untracked writes.
 func liveValues(t *testing.T, l *LiveSeries) (map[string]float64, float64) {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(l)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, untracked := map[string]float64{}, 0.0
-	for _, mf := range mfs {
-		for _, m := range mf.Metric {
-			switch mf.GetName() {
-			case LiveSeriesName:
-				var reason, kind string
-				for _, lp := range m.Label {
-					switch lp.GetName() {
-					case LabelReason:
-						reason = lp.GetValue()
-					case LabelKind:
-						kind = lp.GetValue()
-					}
-				}
-				got[reason+"/"+kind] = m.Gauge.GetValue()
-			case LiveSeriesUntrackedName:
-				untracked = m.Counter.GetValue()
-			}
-		}
-	}
-	return got, untracked
+	return metricstest.Samples(t, l, LiveSeriesName, LabelReason, LabelKind), metricstest.Samples(t, l, LiveSeriesUntrackedName)[""]
 }
 
 // seriesEvent is an event named name with a series last observed at
