@@ -226,13 +226,17 @@ func (m *Counter) add(v labelValues, n uint64) {
 	m.mu.RUnlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s = m.seriesLocked(v, m.clock.Now().UnixNano())
+	now := m.clock.Now().UnixNano()
+	s = m.seriesLocked(v, now)
 	if s == nil {
 		m.overflow.Add(n)
 		m.refusedCount.Add(1)
 		return
 	}
 	s.n.Add(n)
+	if s.last != now { // one that existed (the nameless one, or one made meanwhile): it grew
+		s.touched.Store(true)
+	}
 }
 
 // seriesLocked returns v's series, made if the bounds allow (deleting

@@ -279,6 +279,27 @@ func TestIdleExpiry(t *testing.T) {
 	}
 }
 
+// TestIdleExpiryFallbackGrows: an occurrence counted in an existing
+// nameless label set because the maximum is reached makes it grow as any
+// other: it is not deleted an idle period after it was made.
+func TestIdleExpiryFallbackGrows(t *testing.T) {
+	clk := testingclock.NewFakePassiveClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	m, err := New(&Configuration{Labels: []string{LabelReason, LabelName}, MaxLabelSets: 2, IdleExpiry: "1h"}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := clk.Now()
+	m.Observe(nil, namedEvent("Warning", "BackOff", "", 1))  // nameless
+	m.Observe(nil, namedEvent("Warning", "BackOff", "a", 1)) // the maximum
+	clk.SetTime(t0.Add(50 * time.Minute))
+	m.Observe(nil, namedEvent("Warning", "BackOff", "b", 1)) // into the nameless one
+	clk.SetTime(t0.Add(60 * time.Minute))
+	got, counts := values(t, m)
+	if want := map[string]float64{"/BackOff": 2, "_overflow/_overflow": 0}; !maps.Equal(got, want) || counts != [3]float64{1, 1, 0} {
+		t.Fatalf("%v %v, want %v (a expired, b counted nameless)", got, counts, want)
+	}
+}
+
 // TestNoIdleExpiry: idleExpiry 0s keeps label sets however idle.
 func TestNoIdleExpiry(t *testing.T) {
 	clk := testingclock.NewFakePassiveClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
