@@ -2,8 +2,10 @@ package eventmetrics_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	"github.com/kubevents/kubevents/eventmetrics"
 	"github.com/kubevents/kubevents/events"
 	"github.com/kubevents/kubevents/fold"
+	"github.com/kubevents/kubevents/internal/metricstest"
 	"github.com/kubevents/kubevents/mirror"
 	"github.com/kubevents/kubevents/record"
 	"github.com/kubevents/kubevents/server"
@@ -33,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	clientevents "k8s.io/client-go/tools/events"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func TestMain(m *testing.M) {
@@ -47,25 +51,10 @@ var quiet = slog.New(slog.DiscardHandler)
 // series under its marker) and their sum.
 func occurrences(t *testing.T, c *eventmetrics.Counter) (map[string]float64, float64) {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	by, sum := map[string]float64{}, 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != eventmetrics.OccurrencesName {
-			continue
-		}
-		for _, m := range mf.Metric {
-			for _, l := range m.Label {
-				if l.GetName() == eventmetrics.LabelNamespace {
-					by[l.GetValue()] += m.Counter.GetValue()
-				}
-			}
-			sum += m.Counter.GetValue()
-		}
+	by := metricstest.Samples(t, c, eventmetrics.OccurrencesName, eventmetrics.LabelNamespace)
+	sum := 0.0
+	for _, v := range by {
+		sum += v
 	}
 	return by, sum
 }
@@ -147,7 +136,7 @@ func TestOccurrencesExact(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
-			counter, err := eventmetrics.New(nil)
+			counter, err := eventmetrics.New(nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,7 +227,7 @@ func TestOccurrencesExact(t *testing.T) {
 			}
 			// A second replica on the same etcd: it counts the writes
 			// it makes, the first replica does not see them.
-			counter2, err := eventmetrics.New(nil)
+			counter2, err := eventmetrics.New(nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -328,7 +317,7 @@ func TestRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	open := func() (*eventmetrics.Counter, storage.Interface) {
-		c, err := eventmetrics.New(nil)
+		c, err := eventmetrics.New(nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,4 +355,206 @@ func TestRestart(t *testing.T) {
 	if by, sum := occurrences(t, c2); sum != 1 || by["a"] != 1 {
 		t.Fatalf("after the restart and an update 3 -> 4: %v, want 1", by)
 	}
+}
+
+// scraper reads the counter as Prometheus' increase() does over the
+// whole run: a series' growth between scrapes, and the whole value of a
+// series that is new, came back after it vanished, or went down (a
+// counter reset).
+type scraper struct {
+	prev     map[string]float64
+	total    float64
+	overflow float64 // the overflow series' value at the last scrape
+}
+
+// scrape gathers c once; it returns the label sets held and the
+// expiries so far.
+func (s *scraper) scrape(t *testing.T, c *eventmetrics.Counter) (sets, expired float64) {
+	t.Helper()
+	cur := metricstest.Samples(t, c, eventmetrics.OccurrencesName)
+	for k, v := range cur {
+		if strings.Contains(k, eventmetrics.LabelNamespace+"="+eventmetrics.OverflowValue) {
+			s.overflow = v
+		}
+		if p, ok := s.prev[k]; ok && v >= p {
+			s.total += v - p
+		} else {
+			s.total += v
+		}
+	}
+	s.prev = cur
+	return metricstest.Samples(t, c, eventmetrics.LabelSetsName)[""], metricstest.Samples(t, c, eventmetrics.LabelSetsExpiredName)[""]
+}
+
+// TestIdleExpiryExact: Pods churn through a store on a fake clock, each
+// backing off for an hour, more of them than the counter's maximum of
+// label sets (each with its name). Idle label sets are deleted and their
+// places reused, so nothing overflows, and what a Prometheus reading the
+// scrapes as increase() does adds up to exactly the occurrences the
+// stored events hold, a Pod whose label set was deleted and that backs
+// off again included.
+func TestIdleExpiryExact(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakePassiveClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	c, err := eventmetrics.New(&eventmetrics.Configuration{MaxLabelSets: 4, MaxNamedLabelSets: 4, IdleExpiry: "1h"}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir(), Logger: quiet, NoSync: true, Written: c.Observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	stored := map[string]*corev1.Event{}
+	backOff := func(p string, count int32) {
+		t.Helper()
+		ev := stored[p]
+		if ev == nil {
+			ev = &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: p + ".backoff"}, Type: corev1.EventTypeWarning,
+				Reason: "BackOff", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: p}, Count: count,
+				Source: corev1.EventSource{Component: "kubelet"}}
+			if ev, err = st.Create(ctx, ev, storage.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			ev = ev.DeepCopy()
+			ev.Count += count
+			if ev, err = st.Update(ctx, ev, storage.WriteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stored[p] = ev
+	}
+	var s scraper
+	const rounds = 12
+	for r := range rounds {
+		clk.SetTime(clk.Now().Add(30 * time.Minute))
+		backOff(fmt.Sprintf("web-%d", r), 2)
+		if r > 0 {
+			backOff(fmt.Sprintf("web-%d", r-1), 3)
+		}
+		if r == 9 {
+			backOff("web-1", 4) // its label set was deleted long ago: from 0
+		}
+		sets, _ := s.scrape(t, c)
+		if sets > 4 {
+			t.Fatalf("round %d: %v label sets, past the maximum of 4", r, sets)
+		}
+	}
+	_, expired := s.scrape(t, c)
+	want := 0.0
+	for _, ev := range stored {
+		want += float64(eventapi.Occurrences(ev))
+	}
+	if s.total != want {
+		t.Errorf("increase over the scrapes %v, want the %v occurrences stored", s.total, want)
+	}
+	if s.overflow != 0 {
+		t.Errorf("overflow %v, want 0: idle label sets should have made room", s.overflow)
+	}
+	// Each Pod's label set grew for the last time one round after its
+	// first: deleted two rounds (an hour) later, but for the last ones
+	// and web-1 twice.
+	if expired != rounds-3+1 {
+		t.Errorf("%v label sets expired, want %d", expired, rounds-3+1)
+	}
+}
+
+// live returns the live series gauge by reason.
+func live(t *testing.T, l *eventmetrics.LiveSeries) map[string]float64 {
+	t.Helper()
+	return metricstest.Samples(t, l, eventmetrics.LiveSeriesName, eventmetrics.LabelReason)
+}
+
+// TestLiveSeriesExact: eventsd_event_series_live through a real
+// pebblestore, the store's TTLs and the gauge on one fake clock: a series
+// counts from its write while its last observation is under 6 minutes
+// old, an extension keeps it, a late write of a finished series (the
+// recorder's final patch) does not revive it, events without a series
+// and series observed long ago never count, a lastObservedTime in the
+// future counts from the write; a TTL deletion of a finished series
+// changes nothing, and one of a live series (a TTL under 6 minutes) is
+// not seen: it counts until its window ends.
+func TestLiveSeriesExact(t *testing.T) {
+	ctx := context.Background()
+	clk := testingclock.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	l, err := eventmetrics.NewLiveSeries(nil, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir(), Logger: quiet, NoSync: true, Clock: clk,
+		DefaultTTL: 10 * time.Minute, Written: l.Observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	t0 := clk.Now()
+	at := func(d time.Duration) { clk.SetTime(t0.Add(d)) }
+	series := func(name, reason string, count int32, observed time.Time) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Type: corev1.EventTypeWarning, Reason: reason,
+			InvolvedObject:      corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: name},
+			ReportingController: "kubelet", ReportingInstance: "node-1", Action: "Restart",
+			EventTime: metav1.NewMicroTime(t0), Series: &corev1.EventSeries{Count: count, LastObservedTime: metav1.NewMicroTime(observed)}}
+	}
+	write := func(ev *corev1.Event, ttl time.Duration) {
+		t.Helper()
+		if _, err := st.Update(ctx, ev, storage.WriteOptions{CreateIfMissing: true, TTL: ttl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string, want map[string]float64) {
+		t.Helper()
+		if got := live(t, l); !maps.Equal(got, want) {
+			t.Errorf("%s: live series %v, want %v", when, got, want)
+		}
+	}
+
+	write(series("a", "BackOff", 2, t0), 0)                          // started
+	write(series("old", "Unhealthy", 9, t0.Add(-10*time.Minute)), 0) // observed 10 minutes ago: finished
+	write(series("future", "FailedMount", 2, t0.Add(time.Hour)), 0)  // a recorder's clock ahead: from the write
+	write(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "legacy"}, Reason: "BackOff", Count: 40,
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "legacy"}}, 0) // no series
+	check("started", map[string]float64{"BackOff": 1, "FailedMount": 1})
+
+	at(5 * time.Minute)
+	write(series("a", "BackOff", 3, t0.Add(5*time.Minute)), 0) // extended to 11m
+	check("extended", map[string]float64{"BackOff": 1, "FailedMount": 1})
+	at(6*time.Minute - time.Nanosecond)
+	check("just before 6m", map[string]float64{"BackOff": 1, "FailedMount": 1})
+	at(6 * time.Minute)
+	check("at 6m", map[string]float64{"BackOff": 1})
+	at(11*time.Minute - time.Nanosecond)
+	check("just before 11m", map[string]float64{"BackOff": 1})
+	at(11 * time.Minute)
+	check("at 11m", map[string]float64{})
+	at(12 * time.Minute)
+	write(series("a", "BackOff", 4, t0.Add(5*time.Minute)), 0) // the final patch, 7 minutes late
+	check("finished, patched", map[string]float64{})
+
+	// A short TTL deletes a live series; the gauge does not see it.
+	write(series("short", "BackOff", 2, t0.Add(12*time.Minute)), 2*time.Minute)
+	check("short TTL", map[string]float64{"BackOff": 1})
+	expireBy := func(d time.Duration, name string) {
+		t.Helper()
+		clk.SetTime(t0.Add(d)) // the store's expiry ticks on the clock
+		for i := 0; ; i++ {
+			if _, err := st.Get(ctx, "ns", name); errors.Is(err, storage.ErrNotFound) {
+				return
+			}
+			if i == 500 {
+				t.Fatalf("%s not deleted by its TTL at %v", name, d)
+			}
+			clk.Step(time.Millisecond)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	expireBy(15*time.Minute, "short")
+	check("short deleted by TTL", map[string]float64{"BackOff": 1})
+	at(18 * time.Minute)
+	check("short's window over", map[string]float64{})
+
+	// A's TTL (10 minutes after its last write, at 12m) deletes a
+	// finished series: nothing changes.
+	expireBy(23*time.Minute, "a")
+	check("a deleted by TTL", map[string]float64{})
 }

@@ -35,9 +35,13 @@ type metricsBenchConfig struct {
 	// scrapes: the default maximum, plus Overflow beyond it.
 	LabelSets, Overflow int
 	Scrapes             int
-	DataParent          string
-	Timeout             time.Duration
-	Log                 io.Writer
+	// Series makes every create's event carry a series (last observed
+	// at the create), so that each one is tracked by
+	// eventsd_event_series_live: its worst case.
+	Series     bool
+	DataParent string
+	Timeout    time.Duration
+	Log        io.Writer
 }
 
 // metricsReport is what the event metrics benchmark measured.
@@ -125,6 +129,7 @@ func newMetricsCommand() *cobra.Command {
 	f.IntVar(&cfg.LabelSets, "label-sets", cfg.LabelSets, "Distinct label sets written before the scrapes (eventsd's default maximum is 1000).")
 	f.IntVar(&cfg.Overflow, "overflow", cfg.Overflow, "Distinct label sets written beyond --label-sets.")
 	f.IntVar(&cfg.Scrapes, "scrapes", cfg.Scrapes, "Scrapes measured.")
+	f.BoolVar(&cfg.Series, "series", false, "The create phase's events carry a series (count 2, last observed at the create, with eventTime and the reporting fields), so every create is a live series eventsd_event_series_live tracks: the gauge's worst case.")
 	f.StringVar(&cfg.DataParent, "data-parent", "", "Directory for the temporary data directories (default: the system temp dir).")
 	f.DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "Give up after this long.")
 	_ = cmd.MarkFlagRequired("eventsd")
@@ -159,7 +164,7 @@ func runMetricsBench(ctx context.Context, cfg metricsBenchConfig) (rep *metricsR
 	rep = &metricsReport{Command: cfg.Command, Started: started, Machine: machineInfo(parent), LoadAvgStart: loadAvg(),
 		Settings: map[string]any{"pairs": cfg.Pairs, "clients": cfg.Clients, "objects": cfg.Objects, "create_duration": cfg.CreateDuration.String(),
 			"create_warmup": cfg.CreateWarmup.String(), "label_sets": cfg.LabelSets, "overflow": cfg.Overflow, "scrapes": cfg.Scrapes,
-			"wire": wireProtobuf, "eventsd_args": "--event-ttl=24h"}}
+			"wire": wireProtobuf, "eventsd_args": "--event-ttl=24h", "series": cfg.Series}}
 	defer func() {
 		rep.ElapsedS = round3(time.Since(started).Seconds())
 		rep.LoadAvgEnd = loadAvg()
@@ -192,7 +197,7 @@ func (cfg *metricsBenchConfig) createPhase(ctx context.Context, on, off *child) 
 	mc := &metricsCreate{}
 	mk := func(ev *child) createConfig {
 		return createConfig{Server: ev.URL, Clients: cfg.Clients, Duration: cfg.CreateDuration, Warmup: cfg.CreateWarmup,
-			Namespaces: 10, Objects: cfg.Objects, PID: ev.pid(), PodPrefix: "pod", Wire: wireProtobuf}
+			Namespaces: 10, Objects: cfg.Objects, PID: ev.pid(), PodPrefix: "pod", Wire: wireProtobuf, NewEvent: newEventFor(cfg.Series)}
 	}
 	var err error
 	mc.OnMsPerCreate, mc.OffMsPerCreate, mc.Ratio, err = alternateCreates(ctx, cfg.Pairs, on, off, mk, nil, func(metrics bool, res *createResult) {
@@ -308,5 +313,23 @@ func printMetricsReport(w io.Writer, rep *metricsReport) {
 	}
 	if rep.Error != "" {
 		fmt.Fprintln(w, "error:", strings.TrimSpace(rep.Error))
+	}
+}
+
+// newEventFor returns the create load's events: newEvent's, with a
+// series when series is set.
+func newEventFor(series bool) func(p pod, seq int) *corev1.Event {
+	if !series {
+		return nil
+	}
+	return func(p pod, seq int) *corev1.Event {
+		ev := newEvent(p, seq)
+		now := metav1.NewMicroTime(ev.LastTimestamp.Time)
+		ev.EventTime, ev.Action = now, "Observe"
+		ev.Series = &corev1.EventSeries{Count: 2, LastObservedTime: now}
+		if ev.ReportingInstance == "" {
+			ev.ReportingInstance = "node"
+		}
+		return ev
 	}
 }

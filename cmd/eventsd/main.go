@@ -153,8 +153,8 @@ profiles at /debug/pprof/ (--profiling).`,
 	f.StringVar(&o.dataDir, "data-dir", "./eventsd-data", "Directory of the embedded store; created if missing.")
 	f.DurationVar(&o.eventTTL, "event-ttl", server.DefaultEventTTL, "Amount of time to retain events after their last write.")
 	f.StringVar(&o.retentionConfig, "retention-config", "", "File with a RetentionConfiguration (eventsd.kubevents.io/v1alpha1): ordered rules matching events' namespaces, types, reasons and reporting controllers (or source components), each with a TTL; the first rule an event matches gives the TTL of each of its writes, --event-ttl the rest. On etcd the lease follows the rule.")
-	f.BoolVar(&o.eventMetrics, "event-metrics", true, "Count event occurrences in eventsd_event_occurrences_total{namespace,type,reason,kind,reporting_controller} on /metrics: every occurrence this eventsd writes (a create of count N adds N, a count or series increase adds the increase; folded and mirrored events included), so that Prometheus rules can alert on events. On by default, bounded by --event-metrics-config's maximum of label sets (1000 by default); each replica counts its own writes.")
-	f.StringVar(&o.eventMetricsFile, "event-metrics-config", "", "File with an EventMetricsConfiguration (eventsd.kubevents.io/v1alpha1): the labels of eventsd_event_occurrences_total, the namespaces and reasons that keep their own values (others count as _other), and the maximum number of label sets (default 1000; occurrences past it are counted in the _overflow series, never dropped).")
+	f.BoolVar(&o.eventMetrics, "event-metrics", true, "Count event occurrences in eventsd_event_occurrences_total{namespace,type,reason,kind,reporting_controller,name} on /metrics (name by default only on Warning events and the shipped alerts' reasons): every occurrence this eventsd writes (a create of count N adds N, a count or series increase adds the increase; folded and mirrored events included), so that Prometheus rules can alert on events; and the series not yet finished (last observed under 6 minutes ago) in eventsd_event_series_live{reason,kind}. On by default, bounded by --event-metrics-config's maximum of label sets (1000 by default); each replica counts its own writes.")
+	f.StringVar(&o.eventMetricsFile, "event-metrics-config", "", "File with an EventMetricsConfiguration (eventsd.kubevents.io/v1alpha1): the labels of eventsd_event_occurrences_total and the events that keep the object's name, the namespaces and reasons that keep their own values (others count as _other), the maximum number of label sets (default 1000; occurrences past it are counted in the _overflow series, never dropped) and how long an idle label set is kept (default 1h).")
 	f.StringVar(&o.foldConfig, "fold-config", "", "File with a FoldConfiguration (eventsd.kubevents.io/v1alpha1): ordered rules matching events' namespaces, types, reasons and reporting controllers (or source components), each with a window; a create the first matching rule's window covers, isomorphic to a stored event (as client-go's recorders define it) last observed within that window, is folded into that event (its count and last observed time advanced, its note the latest; watchers see MODIFIED) and answered with it and a Warning header naming it, instead of stored as a new object. Off by default: it changes what a create returns.")
 	f.StringVar(&o.exportConfig, "export-config", "", "File with an ExportConfiguration (eventsd.kubevents.io/v1alpha1): sinks (webhook, otlp, file) that get every matching event change, at least once, in revision order, each record with an idempotency key (uid/resourceVersion); each sink's cursor is kept in the store, so restarts resume where the sink left off. On etcd one replica exports at a time.")
 	f.DurationVar(&o.exportMaxLag, "export-max-lag", pebblestore.DefaultMaxHistoryHold, "How far back the store keeps changes for the slowest export sink to resume from; a sink further behind loses the changes before (counted in eventsd_export_lost_total and logged).")
@@ -295,6 +295,7 @@ func run(ctx context.Context, o options) error {
 		foldConfig = c
 	}
 	var occurrences *eventmetrics.Counter
+	var liveSeries *eventmetrics.LiveSeries
 	if o.eventMetrics {
 		var c *eventmetrics.Configuration
 		var err error
@@ -303,7 +304,10 @@ func run(ctx context.Context, o options) error {
 				return fmt.Errorf("--event-metrics-config: %w", err)
 			}
 		}
-		if occurrences, err = eventmetrics.New(c); err != nil {
+		if occurrences, err = eventmetrics.New(c, nil); err != nil {
+			return fmt.Errorf("--event-metrics-config: %w", err)
+		}
+		if liveSeries, err = eventmetrics.NewLiveSeries(c, nil); err != nil {
 			return fmt.Errorf("--event-metrics-config: %w", err)
 		}
 	} else if o.eventMetricsFile != "" {
@@ -438,7 +442,13 @@ func run(ctx context.Context, o options) error {
 		if err := reg.Register(occurrences); err != nil {
 			return failStart(fmt.Errorf("event metrics: %w", err))
 		}
-		written = occurrences.Observe
+		if err := reg.Register(liveSeries); err != nil {
+			return failStart(fmt.Errorf("event metrics: %w", err))
+		}
+		written = func(prev, cur *corev1.Event) {
+			occurrences.Observe(prev, cur)
+			liveSeries.Observe(prev, cur)
+		}
 	}
 	st, err := openStore(o, log, reg, ruleOf, written)
 	if err != nil {

@@ -42,7 +42,7 @@ var configKinds = []refdoc.Kind{{
 	Package: "github.com/kubevents/kubevents/export/exportconfig", Type: "Configuration",
 }, {
 	Title: eventmetrics.ConfigurationKind,
-	Intro: "The file of `--event-metrics-config`: the labels, kept values and maximum number of label sets of `eventsd_event_occurrences_total`. " +
+	Intro: "The file of `--event-metrics-config`: the labels (and which events carry the object's name), kept values, maximum numbers of label sets and idle expiry of `eventsd_event_occurrences_total`. " +
 		"Read as the retention rules are. See [Alerting on events](../alerting-on-events.md).",
 	APIVersion: eventmetrics.ConfigurationAPIVersion, Kind: eventmetrics.ConfigurationKind,
 	Package: "github.com/kubevents/kubevents/eventmetrics", Type: "Configuration",

@@ -3,6 +3,7 @@
 package metricstest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,4 +50,51 @@ func hasLabels(m *dto.Metric, labels []string) bool {
 		}
 	}
 	return true
+}
+
+// Samples gathers c alone, in a pedantic registry (so that what it
+// collects is checked against what it describes), and returns the counter
+// and gauge samples of the family name summed by the values of the labels
+// by, joined with "/" (a label a sample lacks as ""); with no by, keyed
+// by all of a sample's labels, "name=value" joined with ",". A family
+// with no samples gives an empty map.
+func Samples(t testing.TB, c prometheus.Collector, name string, by ...string) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var key []string
+			if len(by) == 0 {
+				for _, lp := range m.GetLabel() {
+					key = append(key, lp.GetName()+"="+lp.GetValue())
+				}
+			}
+			for _, l := range by {
+				v := ""
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == l {
+						v = lp.GetValue()
+					}
+				}
+				key = append(key, v)
+			}
+			sep := "/"
+			if len(by) == 0 {
+				sep = ","
+			}
+			out[strings.Join(key, sep)] += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return out
 }

@@ -97,7 +97,7 @@ func TestPrometheusCrashloopAlert(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	counter, err := eventmetrics.New(nil)
+	counter, err := eventmetrics.New(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,11 +196,13 @@ scrape_configs:
 	defer stopWriting()
 
 	firing := wait("EventsCrashLooping firing", func(as []alert) bool { return len(as) == 1 && as[0].State == "firing" })
-	if l := firing[0].Labels; l["namespace"] != "shop" || l["kind"] != "Pod" || l["severity"] != "warning" {
-		t.Errorf("the alert's labels: %v", l)
+	// The default configuration keeps the object's name on Warning
+	// events: the alert names the Pod and links to its timeline.
+	if l := firing[0].Labels; l["namespace"] != "shop" || l["kind"] != "Pod" || l["name"] != "web-0" || l["severity"] != "warning" {
+		t.Errorf("the alert's labels: %v, want namespace shop, kind Pod, name web-0, severity warning", l)
 	}
-	if tl := firing[0].Annotations["timeline"]; tl != "https://eventsd.example.com/ui/?ns=shop" {
-		t.Errorf("the alert's timeline: %q (the metric has no name label by default: the namespace's)", tl)
+	if tl := firing[0].Annotations["timeline"]; tl != "https://eventsd.example.com/ui/?object=shop/Pod/web-0" {
+		t.Errorf("the alert's timeline: %q, want the Pod's", tl)
 	}
 	stopWriting()
 	wait("EventsCrashLooping resolved", func(as []alert) bool { return len(as) == 0 })
