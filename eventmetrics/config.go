@@ -32,15 +32,20 @@ const (
 	// events and the shipped alerts' reasons), so that alerts name the
 	// object; its value is empty (the label absent) for the others.
 	LabelName = "name"
+	// LabelCluster is the cluster of a fleet the event is of (eventsd
+	// mirroring several clusters: --sources-config); its value is empty
+	// (the label absent) for the root cluster's events, so an eventsd
+	// without a fleet exports the series it always did.
+	LabelCluster = "cluster"
 )
 
 // AllLabels are the labels an occurrence can carry, in export order.
-var AllLabels = []string{LabelNamespace, LabelType, LabelReason, LabelKind, LabelReportingController, LabelName}
+var AllLabels = []string{LabelNamespace, LabelType, LabelReason, LabelKind, LabelReportingController, LabelName, LabelCluster}
 
 // DefaultLabels are the labels kept when the configuration names none:
 // all of them, the object's name only for the events nameFor (by default
 // DefaultNameFor) selects.
-var DefaultLabels = []string{LabelNamespace, LabelType, LabelReason, LabelKind, LabelReportingController, LabelName}
+var DefaultLabels = []string{LabelNamespace, LabelType, LabelReason, LabelKind, LabelReportingController, LabelName, LabelCluster}
 
 // DefaultNameFor selects the events whose occurrences carry the object's
 // name when the configuration names no labels: Warning events, and the

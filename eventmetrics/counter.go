@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/facet"
+	"github.com/kubevents/kubevents/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -33,8 +34,12 @@ const (
 	LabelSetsExpiredName = "eventsd_event_metrics_label_sets_expired_total"
 )
 
-// nameIndex is the name label's index in AllLabels and labelValues.
-const nameIndex = 5
+// nameIndex is the name label's index in AllLabels and labelValues,
+// clusterIndex the cluster label's.
+const (
+	nameIndex    = 5
+	clusterIndex = 6
+)
 
 // series is one label set's count and what its idle expiry needs: a
 // write only sets touched (a load, and a store the first time since the
@@ -49,7 +54,7 @@ type series struct {
 
 // labelValues are an occurrence's values of AllLabels, in their order;
 // labels the configuration leaves out are empty.
-type labelValues [6]string
+type labelValues [7]string
 
 // Counter counts event occurrences; build it with New, feed it with
 // Observe (a storage.WriteObserver) and register it with a Prometheus
@@ -62,7 +67,7 @@ type labelValues [6]string
 // it grows again it starts from zero, a counter reset to Prometheus.
 type Counter struct {
 	clock      clock.PassiveClock
-	keep       [6]bool // which of AllLabels are exported
+	keep       [7]bool // which of AllLabels are exported
 	names      []string
 	namespaces map[string]bool // nil: every namespace kept
 	reasons    map[string]bool // nil: every reason kept
@@ -167,8 +172,14 @@ func (m *Counter) Observe(prev, cur *corev1.Event) {
 // labelsOf returns ev's label values as the configuration keeps them.
 func (m *Counter) labelsOf(ev *corev1.Event) labelValues {
 	var v labelValues
+	// The store has a fleet's events under their storage namespaces
+	// ("~C~ns"): the labels are the cluster and the real namespace.
+	cluster, ns := storage.SplitClusterNamespace(ev.Namespace)
 	if m.keep[0] {
-		v[0] = kept(m.namespaces, ev.Namespace)
+		v[0] = kept(m.namespaces, ns)
+	}
+	if m.keep[clusterIndex] {
+		v[clusterIndex] = cluster
 	}
 	if m.keep[1] {
 		v[1] = ev.Type

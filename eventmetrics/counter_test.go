@@ -70,13 +70,15 @@ func TestObserve(t *testing.T) {
 	withSeries := event("b", "BackOff", 0)
 	withSeries.Series = &corev1.EventSeries{Count: 5}
 	m.Observe(event("b", "BackOff", 1), withSeries) // +4
+	m.Observe(nil, event("~east~a", "BackOff", 2))  // a fleet's cluster east, namespace a
 	want := `
 # HELP eventsd_event_occurrences_total ` + help(m) + `
 # TYPE eventsd_event_occurrences_total counter
-eventsd_event_occurrences_total{kind="Pod",name="p",namespace="a",reason="BackOff",reporting_controller="kubelet",type="Warning"} 7
-eventsd_event_occurrences_total{kind="Pod",name="p",namespace="a",reason="_other",reporting_controller="kubelet",type="Warning"} 1
-eventsd_event_occurrences_total{kind="Pod",name="p",namespace="b",reason="BackOff",reporting_controller="kubelet",type="Warning"} 4
-eventsd_event_occurrences_total{kind="_overflow",name="_overflow",namespace="_overflow",reason="_overflow",reporting_controller="_overflow",type="_overflow"} 0
+eventsd_event_occurrences_total{cluster="",kind="Pod",name="p",namespace="a",reason="BackOff",reporting_controller="kubelet",type="Warning"} 7
+eventsd_event_occurrences_total{cluster="",kind="Pod",name="p",namespace="a",reason="_other",reporting_controller="kubelet",type="Warning"} 1
+eventsd_event_occurrences_total{cluster="",kind="Pod",name="p",namespace="b",reason="BackOff",reporting_controller="kubelet",type="Warning"} 4
+eventsd_event_occurrences_total{cluster="east",kind="Pod",name="p",namespace="a",reason="BackOff",reporting_controller="kubelet",type="Warning"} 2
+eventsd_event_occurrences_total{cluster="_overflow",kind="_overflow",name="_overflow",namespace="_overflow",reason="_overflow",reporting_controller="_overflow",type="_overflow"} 0
 `
 	if err := testutil.CollectAndCompare(m, strings.NewReader(want), OccurrencesName); err != nil {
 		t.Error(err)
@@ -176,10 +178,10 @@ func TestDefaultNames(t *testing.T) {
 		want string
 	}{
 		{"default", nil, `
-eventsd_event_occurrences_total{kind="Pod",name="",namespace="ns",reason="Pulled",reporting_controller="kubelet",type="Normal"} 1
-eventsd_event_occurrences_total{kind="Pod",name="a",namespace="ns",reason="FailedMount",reporting_controller="kubelet",type="Warning"} 1
-eventsd_event_occurrences_total{kind="Pod",name="b",namespace="ns",reason="BackOff",reporting_controller="kubelet",type="Normal"} 1
-eventsd_event_occurrences_total{kind="_overflow",name="_overflow",namespace="_overflow",reason="_overflow",reporting_controller="_overflow",type="_overflow"} 0
+eventsd_event_occurrences_total{cluster="",kind="Pod",name="",namespace="ns",reason="Pulled",reporting_controller="kubelet",type="Normal"} 1
+eventsd_event_occurrences_total{cluster="",kind="Pod",name="a",namespace="ns",reason="FailedMount",reporting_controller="kubelet",type="Warning"} 1
+eventsd_event_occurrences_total{cluster="",kind="Pod",name="b",namespace="ns",reason="BackOff",reporting_controller="kubelet",type="Normal"} 1
+eventsd_event_occurrences_total{cluster="_overflow",kind="_overflow",name="_overflow",namespace="_overflow",reason="_overflow",reporting_controller="_overflow",type="_overflow"} 0
 `},
 		{"name listed", &Configuration{Labels: []string{LabelReason, LabelName}}, `
 eventsd_event_occurrences_total{name="a",reason="FailedMount"} 1
