@@ -218,11 +218,11 @@ type fleetMirrorResult struct {
 	// Lag is from each measured change in a source to its arrival (name
 	// and count) on a watch of that source's cluster through its view of
 	// the store, over every source; PerSource each source's.
-	Lag       latencies         `json:"lag"`
-	PerSource []fleetSourceLag  `json:"per_source"`
-	Seen      int64             `json:"seen"`
-	Missing   int64             `json:"missing"`
-	Worst     *fleetSourceLag   `json:"worst_source,omitempty"`
+	Lag       latencies        `json:"lag"`
+	PerSource []fleetSourceLag `json:"per_source"`
+	Seen      int64            `json:"seen"`
+	Missing   int64            `json:"missing"`
+	Worst     *fleetSourceLag  `json:"worst_source,omitempty"`
 	// CPU of this whole process over the measured interval: the store,
 	// the mirrors, and also the fake sources and the lag watches.
 	ProcessCores     float64 `json:"process_cores"`
@@ -383,45 +383,53 @@ type fleetSource struct {
 	pods []pod
 
 	mu sync.Mutex
-	// pending are the changes made and not seen yet: their time.
-	pending map[string]time.Time
+	// pending are the changes made and not seen yet.
+	pending map[string]pendingChange
 	lags    []time.Duration
 	seen    int64
-	// changes counts the measured changes (made in [mStart, mEnd)).
+	// changes counts the measured changes (scheduled in the measured
+	// interval).
 	changes, creates, updates int64
 	late                      []time.Duration
 }
 
+// pendingChange is a change made in a source: when, and whether it is
+// one of the measured interval's.
+type pendingChange struct {
+	at       time.Time
+	measured bool
+}
+
 // record notes a change about to be made at t.
-func (s *fleetSource) record(key string, t time.Time) {
+func (s *fleetSource) record(key string, t time.Time, measured bool) {
 	s.mu.Lock()
-	s.pending[key] = t
+	s.pending[key] = pendingChange{at: t, measured: measured}
 	s.mu.Unlock()
 }
 
-// arrived notes the arrival of key at t; it keeps the lag of changes
-// made in [from, to).
-func (s *fleetSource) arrived(key string, at, from, to time.Time) {
+// arrived notes the arrival of key at t; it keeps the lag of the
+// measured changes.
+func (s *fleetSource) arrived(key string, at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.pending[key]
+	c, ok := s.pending[key]
 	if !ok {
 		return
 	}
 	delete(s.pending, key)
-	if !t.Before(from) && t.Before(to) {
+	if c.measured {
 		s.seen++
-		s.lags = append(s.lags, max(at.Sub(t), 0))
+		s.lags = append(s.lags, max(at.Sub(c.at), 0))
 	}
 }
 
 // missing counts the measured changes not seen.
-func (s *fleetSource) missing(from, to time.Time) int64 {
+func (s *fleetSource) missing() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var n int64
-	for _, t := range s.pending {
-		if !t.Before(from) && t.Before(to) {
+	for _, c := range s.pending {
+		if c.measured {
 			n++
 		}
 	}
@@ -462,7 +470,7 @@ func (cfg *fleetBenchConfig) mirrorRun(ctx context.Context, rep *fleetReport, di
 	runErrs := make([]error, n)
 	for i := range n {
 		name := clusterName(i)
-		s := &fleetSource{name: name, src: mirror.NewFakeSource(), pending: map[string]time.Time{}}
+		s := &fleetSource{name: name, src: mirror.NewFakeSource(), pending: map[string]pendingChange{}}
 		for p := range cfg.SourcePods {
 			s.pods = append(s.pods, newPod(namespaceName(p%cfg.SourceNSCount), fmt.Sprintf("pod-%d", p)))
 		}
@@ -477,17 +485,6 @@ func (cfg *fleetBenchConfig) mirrorRun(ctx context.Context, rep *fleetReport, di
 			return nil, err
 		}
 		mirrors[i] = m
-	}
-	var window struct {
-		sync.Mutex
-		from, to time.Time
-	}
-	// A fixed far-future window until the schedule is set.
-	window.from, window.to = time.Now().Add(24*time.Hour), time.Now().Add(24*time.Hour)
-	inWindow := func() (time.Time, time.Time) {
-		window.Lock()
-		defer window.Unlock()
-		return window.from, window.to
 	}
 	// One watch per cluster through its view, from the store's current
 	// revision.
@@ -508,9 +505,7 @@ func (cfg *fleetBenchConfig) mirrorRun(ctx context.Context, rep *fleetReport, di
 				if e.Object == nil || (e.Type != watch.Added && e.Type != watch.Modified) {
 					continue
 				}
-				at := time.Now()
-				from, to := inWindow()
-				s.arrived(steadyKey(e.Object.Namespace, e.Object.Name, e.Object.Count), at, from, to)
+				s.arrived(steadyKey(e.Object.Namespace, e.Object.Name, e.Object.Count), time.Now())
 			}
 		})
 	}
@@ -541,9 +536,6 @@ func (cfg *fleetBenchConfig) mirrorRun(ctx context.Context, rep *fleetReport, di
 	start := time.Now().Add(50 * time.Millisecond)
 	mStart := start.Add(cfg.Warmup)
 	mEnd := mStart.Add(cfg.Duration)
-	window.Lock()
-	window.from, window.to = mStart, mEnd
-	window.Unlock()
 
 	// Each source's changes, paced: its share of the rate, the sources'
 	// schedules staggered.
@@ -604,7 +596,7 @@ func (cfg *fleetBenchConfig) mirrorRun(ctx context.Context, rep *fleetReport, di
 	for {
 		var missing int64
 		for _, s := range sources {
-			missing += s.missing(mStart, mEnd)
+			missing += s.missing()
 		}
 		if missing == 0 || time.Now().After(drainEnd) {
 			res.Missing = missing
@@ -693,11 +685,12 @@ func (cfg *fleetBenchConfig) generate(ctx context.Context, s *fleetSource, start
 			return
 		}
 		now := time.Now()
+		measured := !sched.Before(from)
 		create := slot%2 == 0 || len(ring) == 0
 		if create {
 			ev := newEvent(s.pods[seq%len(s.pods)], seq)
 			seq++
-			s.record(steadyKey(ev.Namespace, ev.Name, 1), now)
+			s.record(steadyKey(ev.Namespace, ev.Name, 1), now, measured)
 			ring = append(ring, s.src.Create(ev))
 			if len(ring) > 64 {
 				ring = ring[1:]
@@ -707,10 +700,10 @@ func (cfg *fleetBenchConfig) generate(ctx context.Context, s *fleetSource, start
 			upd++
 			ev.Count++
 			ev.LastTimestamp = metav1.NewTime(now)
-			s.record(steadyKey(ev.Namespace, ev.Name, ev.Count), now)
+			s.record(steadyKey(ev.Namespace, ev.Name, ev.Count), now, measured)
 			ring[(upd-1)%len(ring)] = s.src.Update(ev)
 		}
-		if !sched.Before(from) {
+		if measured {
 			s.mu.Lock()
 			s.changes++
 			if create {
