@@ -176,8 +176,9 @@ type fleetReport struct {
 	// Mirroring are the mirroring phase's runs, in order: a fleet of one,
 	// then of Sources, per round.
 	Mirroring []*fleetMirrorResult `json:"mirroring,omitempty"`
-	// MemoryPerSourceBytes is the heap in use of the fleet's run less the
-	// fleet of one's, over the sources added (last round).
+	// MemoryPerSourceBytes is the live heap and goroutine stacks of the
+	// fleet's run less the fleet of one's, the fake sources' fixed watch
+	// buffers taken out, over the sources added (last round).
 	MemoryPerSourceBytes *float64    `json:"memory_per_source_bytes,omitempty"`
 	Lists                *fleetLists `json:"lists,omitempty"`
 	// Profiles are the profiles written (--profile-dir), by what they
@@ -228,16 +229,27 @@ type fleetMirrorResult struct {
 	ProcessCores     float64 `json:"process_cores"`
 	CPUMsPerChange   float64 `json:"cpu_ms_per_change"`
 	MachineBusyCores float64 `json:"machine_busy_cores"`
-	// HeapInuseBytes is runtime.MemStats.HeapInuse after a GC at the end
-	// of the run (the sources, mirrors and watches still open),
-	// HeapBaselineBytes the same before the run's store was opened;
-	// SourceBuffersBytes the fake sources' own fixed watch buffers,
-	// counted in HeapInuseBytes; RSSBytes the process's VmRSS then.
+	// HeapLiveBytes is runtime.MemStats.HeapAlloc right after a GC at
+	// the end of the run (the sources, mirrors and watches still open):
+	// the live heap; HeapInuseBytes is HeapInuse then (the live heap and
+	// the free room of its spans); StackBytes is StackInuse then (the
+	// goroutines' stacks); HeapBaselineBytes the live heap before the
+	// run's store was opened. SourceBuffersBytes are the fake sources'
+	// own fixed watch buffers, counted in HeapLiveBytes; RSSBytes the
+	// process's VmRSS at the end.
+	HeapLiveBytes      int64 `json:"heap_live_bytes"`
 	HeapInuseBytes     int64 `json:"heap_inuse_bytes"`
+	StackBytes         int64 `json:"stack_bytes"`
 	HeapBaselineBytes  int64 `json:"heap_baseline_bytes"`
 	SourceBuffersBytes int64 `json:"source_buffers_bytes"`
 	RSSBytes           int64 `json:"rss_bytes"`
 	Goroutines         int   `json:"goroutines"`
+}
+
+// ownMemory is the run's live heap and stacks less the fake sources'
+// fixed watch buffers.
+func (r *fleetMirrorResult) ownMemory() int64 {
+	return r.HeapLiveBytes + r.StackBytes - r.SourceBuffersBytes
 }
 
 // fleetSourceLag is one source's lag in a mirroring run.
@@ -264,8 +276,9 @@ func newFleetCommand() *cobra.Command {
    into the same kind of store, the reference. For each: the lag from a
    change in a source to its arrival on a watch of that cluster through the
    view, per source and over all, p50/p99; this process's CPU per change
-   (store, mirrors, and the fake sources and watches too); the heap in use
-   after a GC at the end, the difference over the sources added being the
+   (store, mirrors, and the fake sources and watches too); the live heap
+   and the goroutines' stacks after a GC at the end, the difference over
+   the sources added (less the fake sources' fixed watch buffers) being the
    memory per source.
 2. list: a store holding --clusters clusters of --cluster-events events
    each and one holding only cluster --list-cluster's events at its root
@@ -355,7 +368,7 @@ func runFleetBench(ctx context.Context, cfg fleetBenchConfig) (*fleetReport, err
 					return finish(fmt.Errorf("mirroring from %d sources: %w", n, err))
 				}
 			}
-			perSource := float64((pair[1].HeapInuseBytes-pair[1].SourceBuffersBytes)-(pair[0].HeapInuseBytes-pair[0].SourceBuffersBytes)) / float64(cfg.Sources-1)
+			perSource := float64(pair[1].ownMemory()-pair[0].ownMemory()) / float64(cfg.Sources-1)
 			perSource = round3(perSource)
 			rep.MemoryPerSourceBytes = &perSource
 		}
@@ -443,7 +456,7 @@ func (cfg *fleetBenchConfig) mirrorRun(ctx context.Context, rep *fleetReport, di
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	res.HeapBaselineBytes = int64(ms.HeapInuse)
+	res.HeapBaselineBytes = int64(ms.HeapAlloc)
 
 	logger := slog.New(slog.NewTextHandler(logWriter{cfg.Log}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	st, err := pebblestore.Open(pebblestore.Options{Dir: dir, DefaultTTL: fillEventTTL, Logger: logger})
@@ -610,7 +623,7 @@ func (cfg *fleetBenchConfig) mirrorRun(ctx context.Context, rep *fleetReport, di
 	// Memory, the sources, mirrors and watches still open.
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	res.HeapInuseBytes = int64(ms.HeapInuse)
+	res.HeapLiveBytes, res.HeapInuseBytes, res.StackBytes = int64(ms.HeapAlloc), int64(ms.HeapInuse), int64(ms.StackInuse)
 	res.SourceBuffersBytes = int64(n) * fakeWatchBuffer
 	res.Goroutines = runtime.NumGoroutine()
 	if rss, err := procStatus(os.Getpid(), "VmRSS"); err == nil {
@@ -651,9 +664,9 @@ func (cfg *fleetBenchConfig) mirrorRun(ctx context.Context, rep *fleetReport, di
 			res.Worst = &w
 		}
 	}
-	cfg.logf("  %d changes (%.0f/s), lag p50 %.2f ms, p99 %.2f ms, max %.2f ms (worst source %s p99 %.2f ms); %d missing; process %.2f cores, %.3f ms CPU/change; heap in use %s (baseline %s), RSS %s",
+	cfg.logf("  %d changes (%.0f/s), lag p50 %.2f ms, p99 %.2f ms, max %.2f ms (worst source %s p99 %.2f ms); %d missing; process %.2f cores, %.3f ms CPU/change; live heap %s (baseline %s, in use %s), stacks %s, RSS %s",
 		res.Changes, res.AchievedPerSec, res.Lag.P50Ms, res.Lag.P99Ms, res.Lag.MaxMs, res.Worst.Source, res.Worst.Lag.P99Ms, res.Missing,
-		res.ProcessCores, res.CPUMsPerChange, mib(res.HeapInuseBytes), mib(res.HeapBaselineBytes), mib(res.RSSBytes))
+		res.ProcessCores, res.CPUMsPerChange, mib(res.HeapLiveBytes), mib(res.HeapBaselineBytes), mib(res.HeapInuseBytes), mib(res.StackBytes), mib(res.RSSBytes))
 
 	stop()
 	wg.Wait()

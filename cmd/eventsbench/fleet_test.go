@@ -84,8 +84,8 @@ func TestFleetSmoke(t *testing.T) {
 		if r.Changes < 150 || r.Changes > 250 || r.Seen != r.Changes || r.Missing != 0 || r.Creates == 0 || r.Updates == 0 {
 			t.Errorf("%d sources: %d changes (%d creates, %d updates), %d seen, %d missing: want about 200, all seen", r.Sources, r.Changes, r.Creates, r.Updates, r.Seen, r.Missing)
 		}
-		if len(r.PerSource) != r.Sources || r.Lag.P99Ms <= 0 || r.CPUMsPerChange <= 0 || r.HeapInuseBytes <= 0 {
-			t.Errorf("%d sources: %d per-source lags, lag %+v, CPU %v ms/change, heap %d", r.Sources, len(r.PerSource), r.Lag, r.CPUMsPerChange, r.HeapInuseBytes)
+		if len(r.PerSource) != r.Sources || r.Lag.P99Ms <= 0 || r.CPUMsPerChange <= 0 || r.HeapLiveBytes <= 0 || r.StackBytes <= 0 {
+			t.Errorf("%d sources: %d per-source lags, lag %+v, CPU %v ms/change, heap %d, stacks %d", r.Sources, len(r.PerSource), r.Lag, r.CPUMsPerChange, r.HeapLiveBytes, r.StackBytes)
 		}
 		for _, s := range r.PerSource {
 			if s.Seen == 0 || s.Seen != s.Changes {

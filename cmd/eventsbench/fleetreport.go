@@ -26,20 +26,20 @@ func printFleetReport(w io.Writer, rep *fleetReport) {
 			rep.Settings["rate"], r0.DurationS, r0.WarmupS)
 		fmt.Fprintln(w, "Lag: from a change in a source (mirror.FakeSource) to its name and count arriving on a watch of that source's cluster through its view of the store (clusterview.New).")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| round | sources | changes/s made (creates + updates) | late p99 ms | lag p50 ms | p90 | p99 | max | worst source's p99 | seen / changes | process cores | CPU ms/change | machine busy cores | heap in use (less sources' buffers) | RSS | goroutines |")
-		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| round | sources | changes/s made (creates + updates) | late p99 ms | lag p50 ms | p90 | p99 | max | worst source's p99 | seen / changes | process cores | CPU ms/change | machine busy cores | live heap (less sources' buffers) | stacks | heap in use | RSS | goroutines |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, r := range rep.Mirroring {
 			worst := "-"
 			if r.Worst != nil {
 				worst = fmt.Sprintf("%s %.2f", r.Worst.Source, r.Worst.Lag.P99Ms)
 			}
-			fmt.Fprintf(w, "| %d | %d | %.0f (%d + %d) | %.2f | %.2f | %.2f | **%.2f** | %.2f | %s | %d / %d | %.2f | **%.3f** | %.2f | %s (%s) | %s | %d |\n",
+			fmt.Fprintf(w, "| %d | %d | %.0f (%d + %d) | %.2f | %.2f | %.2f | **%.2f** | %.2f | %s | %d / %d | %.2f | **%.3f** | %.2f | %s (%s) | %s | %s | %s | %d |\n",
 				r.Round, r.Sources, r.AchievedPerSec, r.Creates, r.Updates, r.LateP99Ms, r.Lag.P50Ms, r.Lag.P90Ms, r.Lag.P99Ms, r.Lag.MaxMs, worst,
 				r.Seen, r.Changes, r.ProcessCores, r.CPUMsPerChange, r.MachineBusyCores,
-				mib(r.HeapInuseBytes), mib(r.HeapInuseBytes-r.SourceBuffersBytes), mib(r.RSSBytes), r.Goroutines)
+				mib(r.HeapLiveBytes), mib(r.HeapLiveBytes-r.SourceBuffersBytes), mib(r.StackBytes), mib(r.HeapInuseBytes), mib(r.RSSBytes), r.Goroutines)
 		}
 		if rep.MemoryPerSourceBytes != nil {
-			fmt.Fprintf(w, "\nMemory per source (last round): heap in use with %v sources less with one, the fake sources' fixed watch buffers (%s each) taken out, over the %d sources added: **%s**.\n",
+			fmt.Fprintf(w, "\nMemory per source (last round): live heap and stacks with %v sources less with one, the fake sources' fixed watch buffers (%s each) taken out, over the %d sources added: **%s**.\n",
 				rep.Settings["sources"], mib(fakeWatchBuffer), rep.Mirroring[len(rep.Mirroring)-1].Sources-1, kib(*rep.MemoryPerSourceBytes))
 		}
 		fmt.Fprintln(w, "\nCPU is this whole process's (/proc/self/stat) over the measured interval: the store and the mirrors, and also the fake sources and the lag watches, the same total work in both rows.")
