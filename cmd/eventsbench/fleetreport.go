@@ -76,16 +76,24 @@ func printFleetReport(w io.Writer, rep *fleetReport) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "\nNote: %s\n", n)
 	}
-	if len(rep.Profiles) > 0 {
-		fmt.Fprintln(w, "\nProfiles:")
-		keys := make([]string, 0, len(rep.Profiles))
-		for k := range rep.Profiles {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			fmt.Fprintf(w, "- %s: %s\n", k, rep.Profiles[k])
-		}
+	printProfiles(w, "Profiles", rep.Profiles)
+}
+
+// printProfiles lists the profiles a run wrote (what they cover: their
+// path), in the order of what they cover, under title; nothing when there
+// are none.
+func printProfiles(w io.Writer, title string, profiles map[string]string) {
+	if len(profiles) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%s:\n", title)
+	keys := make([]string, 0, len(profiles))
+	for k := range profiles {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "- %s: %s\n", k, profiles[k])
 	}
 }
 
