@@ -50,6 +50,7 @@ func TestFleetSmoke(t *testing.T) {
 	args := []string{"fleet", "--sources", "2", "--rate", "200", "--duration", "1s", "--warmup", "200ms", "--drain", "10s",
 		"--clusters", "2", "--cluster-events", "1000", "--list-cluster", "1", "--repeat", "2", "--page-size", "100",
 		"--store-dir", storeDir, "--profile-dir", filepath.Join(dir, "prof"), "--data-parent", dir, "--out", out}
+	var markdown string
 	run := func() *fleetReport {
 		var stdout, stderr bytes.Buffer
 		cmd := newRootCommand()
@@ -59,6 +60,7 @@ func TestFleetSmoke(t *testing.T) {
 		if err := cmd.ExecuteContext(context.Background()); err != nil {
 			t.Fatalf("fleet: %v\n%s\n%s", err, stdout.String(), stderr.String())
 		}
+		markdown = stdout.String()
 		if !strings.Contains(stdout.String(), "## Fleet: one eventsd for many clusters") {
 			t.Errorf("the markdown report lacks its title:\n%s", stdout.String())
 		}
@@ -122,6 +124,14 @@ func TestFleetSmoke(t *testing.T) {
 	}
 	if len(rep.Profiles) != 5 {
 		t.Errorf("profiles %v: want 2 CPU and 2 heap profiles of the mirroring and one of the lists", rep.Profiles)
+	}
+	for what, path := range rep.Profiles {
+		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s: %s: %v", what, path, err)
+		}
+		if !strings.Contains(markdown, "- "+what+": "+path+"\n") {
+			t.Errorf("the markdown report does not list profile %q", what)
+		}
 	}
 
 	// Run again on the kept stores: reused, the same lists.
