@@ -464,9 +464,12 @@ func (cfg *fleetBenchConfig) mirrorRun(ctx context.Context, rep *fleetReport, di
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
+	// wg: the mirrors and the lag watches; genWG: the sources' generators
+	// and compaction.
+	var wg, genWG sync.WaitGroup
 	defer func() {
 		stop()
+		genWG.Wait()
 		wg.Wait()
 		if err := st.Close(); err != nil {
 			cfg.logf("closing the store: %v", err)
@@ -552,7 +555,6 @@ func (cfg *fleetBenchConfig) mirrorRun(ctx context.Context, rep *fleetReport, di
 
 	// Each source's changes, paced: its share of the rate, the sources'
 	// schedules staggered.
-	var genWG sync.WaitGroup
 	for i, s := range sources {
 		interval := time.Duration(float64(time.Second) * float64(n) / float64(cfg.Rate))
 		offset := interval * time.Duration(i) / time.Duration(n)
