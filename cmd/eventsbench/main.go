@@ -12,6 +12,7 @@
 //	eventsbench watchstorm --eventsd PATH[,PATH] [--labels A,B] [--events N] [--watches W]
 //	eventsbench scale  --eventsd PATH --backend pebble|etcd --events 1000000,10000000 [--dir /tmp/scale] [--profile]
 //	eventsbench family --eventsd PATH [--kube-apiserver PATH|built] [--phases query,follow,create] [--events N] [--objects M] [--out results.json]
+//	eventsbench fleet  [--phases mirror,list] [--sources 20] [--rate 2000] [--clusters 20] [--cluster-events 100000] [--store-dir D] [--out results.json]
 //	eventsbench etcd   --data-dir D [--listen-client URL] [--quota-backend-bytes N]   (hidden: the etcd run starts)
 package main
 
@@ -52,7 +53,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand(), newExportCommand(), newWatchStormCommand(), newMirrorCommand(), newFoldCommand(), newScaleCommand(), newFamilyCommand(), newSearchCommand(), newMetricsCommand())
+	root.AddCommand(newEchoCommand(), newCreateCommand(), newListCommand(), newFillCommand(), newRunCommand(), newRecordersCommand(), newEtcdCommand(), newExportCommand(), newWatchStormCommand(), newMirrorCommand(), newFoldCommand(), newScaleCommand(), newFamilyCommand(), newSearchCommand(), newMetricsCommand(), newFleetCommand())
 	buildinfo.AddVersionFlag(root)
 	return root
 }

@@ -1128,17 +1128,7 @@ func printMirrorReport(w io.Writer, rep *mirrorReport) {
 	for _, n := range rep.Notes {
 		fmt.Fprintf(w, "\nNote: %s\n", n)
 	}
-	if len(rep.Profiles) > 0 {
-		fmt.Fprintln(w, "\nCPU profiles:")
-		keys := make([]string, 0, len(rep.Profiles))
-		for k := range rep.Profiles {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			fmt.Fprintf(w, "- %s: %s\n", k, rep.Profiles[k])
-		}
-	}
+	printProfiles(w, "CPU profiles", rep.Profiles)
 }
 
 func metOrNot(ok bool) string {
