@@ -487,7 +487,10 @@ func run(ctx context.Context, o options) error {
 		// A source's writes take the TTL of the rules in force in its
 		// cluster, and are counted by the rule that chose it (the events
 		// as its cluster's view has them: real namespaces).
-		ttl := func(cluster string, ev *corev1.Event) time.Duration { ttl, _ := policy.ClusterTTL(cluster, ev); return ttl }
+		ttl := func(cluster string, ev *corev1.Event) time.Duration {
+			ttl, _ := policy.ClusterTTL(cluster, ev)
+			return ttl
+		}
 		stored := func(cluster string, ev *corev1.Event) { srv.CountClusterRetentionWrite(cluster, ev) }
 		if fms, err = startFleet(ctx, fleet, o, store, ttl, stored, reg, log, instanceID); err != nil {
 			return failStart(err)
