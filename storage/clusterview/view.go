@@ -99,7 +99,10 @@ func (v *View) ns(ns string) string { return storage.ClusterNamespace(v.cluster,
 // out returns ev as the view serves it: a copy with its real namespace
 // (and, in a fleet view, its cluster in ClusterAnnotation); ev itself when
 // it needs no change (the root cluster's events).
-func (v *View) out(ev *corev1.Event) *corev1.Event {
+func (v *View) out(ev *corev1.Event) *corev1.Event { return v.outInto(ev, nil) }
+
+// outInto is out, making the copy in cp when it is not nil.
+func (v *View) outInto(ev, cp *corev1.Event) *corev1.Event {
 	if ev == nil {
 		return nil
 	}
@@ -107,7 +110,10 @@ func (v *View) out(ev *corev1.Event) *corev1.Event {
 	if !v.fleet && c == "" {
 		return ev
 	}
-	cp := *ev
+	if cp == nil {
+		cp = new(corev1.Event)
+	}
+	*cp = *ev
 	cp.Namespace = ns
 	if v.fleet {
 		a := make(map[string]string, len(ev.Annotations)+1)
@@ -117,7 +123,7 @@ func (v *View) out(ev *corev1.Event) *corev1.Event {
 		a[ClusterAnnotation] = c
 		cp.Annotations = a
 	}
-	return &cp
+	return cp
 }
 
 // in returns a copy of ev to write to the cluster (the view is not a
@@ -316,9 +322,12 @@ func (v *View) List(ctx context.Context, opts storage.ListOptions) (*storage.Lis
 		return nil, err
 	}
 	if v.fleet || v.cluster != "" {
+		// The copies in one allocation: a page's events are served
+		// together and dropped together.
 		items := make([]*corev1.Event, len(res.Items))
+		copies := make([]corev1.Event, len(res.Items))
 		for i, ev := range res.Items {
-			items[i] = v.out(ev)
+			items[i] = v.outInto(ev, &copies[i])
 		}
 		cp := *res
 		cp.Items = items
