@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,6 +146,10 @@ func TestParsePoliciesErrors(t *testing.T) {
 	}
 }
 
+// fleetExampleFirstLine starts docs/security.md's example of a fleet's
+// policy, after the page's example policy file.
+const fleetExampleFirstLine = `{"apiVersion": "abac.authorization.kubernetes.io/v1beta1", "kind": "Policy", "spec": {"user": "bob", "cluster": "east", "namespace": "shop", "apiGroup": "*", "resource": "events", "readonly": true}}`
+
 // TestExamplePolicyMatchesReadme: the policy docs/security.md shows is
 // the example file the end-to-end tests run against, and it loads.
 func TestExamplePolicyMatchesReadme(t *testing.T) {
@@ -166,7 +171,18 @@ func TestExamplePolicyMatchesReadme(t *testing.T) {
 	if _, err := LoadPolicyFile(example); err != nil {
 		t.Fatal(err)
 	}
+	// The page's fleet section shows lines of its own (the cluster field),
+	// which must load too.
 	inFile, inDocs := policyLines(example), policyLines(filepath.Join("..", "docs", "security.md"))
+	var fleet []string
+	if i := slices.Index(inDocs, fleetExampleFirstLine); i >= 0 {
+		inDocs, fleet = inDocs[:i], inDocs[i:]
+	}
+	if len(fleet) == 0 {
+		t.Errorf("docs/security.md has no fleet example starting with %s", fleetExampleFirstLine)
+	} else if pl, err := ParsePolicies(strings.NewReader(strings.Join(fleet, "\n"))); err != nil || len(pl) != len(fleet) {
+		t.Errorf("docs/security.md's fleet example: %d policies, %v", len(pl), err)
+	}
 	if len(inFile) == 0 || strings.Join(inFile, "\n") != strings.Join(inDocs, "\n") {
 		t.Errorf("docs/security.md's ABAC example differs from %s:\ndocs/security.md:\n%s\nfile:\n%s", example, strings.Join(inDocs, "\n"), strings.Join(inFile, "\n"))
 	}
