@@ -503,6 +503,7 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p i
 	}
 	defer it.Close()
 	var key []byte
+	positioned := false
 	for i, k := range keys {
 		if limit > 0 && int64(len(items)) >= limit {
 			return items, last, i < len(keys), nil
@@ -511,7 +512,8 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p i
 			return nil, "", false, ctx.Err()
 		}
 		key = append(append(key[:0], prefixObject), k...)
-		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+		positioned = seekForward(it, key, positioned)
+		if !positioned || !bytes.Equal(it.Key(), key) {
 			continue // deleted since the index entry was read: not in this snapshot
 		}
 		val, err := it.ValueAndErr()
@@ -531,4 +533,32 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p i
 		return nil, "", false, fmt.Errorf("pebblestore: list: %w", err)
 	}
 	return items, last, false, nil
+}
+
+// nextsBeforeSeek is how many keys seekForward steps over before it
+// seeks.
+const nextsBeforeSeek = 4
+
+// seekForward positions it at the first key >= key, where key is after
+// every key it was asked for before (positioned: it is at a key): a few
+// steps of Next first, then a seek. A list's candidates are mostly
+// neighbours (a family's members' events sort by the members' names,
+// each object's events together), and a step costs a fraction of a
+// seek, which searches every level of the tree again (a quarter of a
+// family query's CPU). It reports whether it is at a key.
+func seekForward(it *pebble.Iterator, key []byte, positioned bool) bool {
+	if positioned {
+		if bytes.Compare(it.Key(), key) >= 0 {
+			return true // an absent earlier key left it here
+		}
+		for range nextsBeforeSeek {
+			if !it.Next() {
+				return false
+			}
+			if bytes.Compare(it.Key(), key) >= 0 {
+				return true
+			}
+		}
+	}
+	return it.SeekGE(key)
 }
