@@ -42,16 +42,28 @@ type protoList struct {
 	objs []protoObject
 }
 
-// add encodes items as the list's next item fields.
-func (pl *protoList) add(items []*corev1.Event) error {
+// add encodes items as the list's next item fields. encoded, when not
+// nil, is the store's core/v1 protobuf of each item
+// (storage.ListResult.Protobuf): copied for a core/v1 list rather than
+// encoded again; an item without it is encoded.
+func (pl *protoList) add(items []*corev1.Event, encoded [][]byte) error {
 	pl.objs, pl.sizes = pl.objs[:0], pl.sizes[:0]
+	core := pl.version.Shape() != eventapi.EventsV1
+	if !core || len(encoded) != len(items) {
+		encoded = nil
+	}
 	total := 0
-	for _, ev := range items {
+	for i, ev := range items {
 		var po protoObject = ev
-		if pl.version.Shape() == eventapi.EventsV1 {
+		if !core {
 			po = eventapi.ToEventsV1(ev)
 		}
-		n := po.Size()
+		var n int
+		if encoded != nil && encoded[i] != nil {
+			po, n = nil, len(encoded[i])
+		} else {
+			n = po.Size()
+		}
 		pl.objs, pl.sizes = append(pl.objs, po), append(pl.sizes, n)
 		total += 1 + varintLen(n) + n
 	}
@@ -62,6 +74,10 @@ func (pl *protoList) add(items []*corev1.Event) error {
 	for i, po := range pl.objs {
 		n := pl.sizes[i]
 		b = binary.AppendUvarint(append(b, listItemsTag), uint64(n))
+		if po == nil {
+			b = append(b, encoded[i]...)
+			continue
+		}
 		m, err := po.MarshalToSizedBuffer(b[len(b) : len(b)+n])
 		if err == nil && m != n {
 			err = fmt.Errorf("%d bytes, sized %d", m, n)
@@ -152,7 +168,7 @@ func (s *Server) listAllProtobuf(w http.ResponseWriter, rr resourceRequest, meta
 		}
 		return !canFallBack
 	}
-	if err := pl.add(first.Items); err != nil {
+	if err := pl.add(first.Items, first.Protobuf); err != nil {
 		writeStatus(w, statusError(err, rr, ""))
 		return true
 	}
@@ -165,7 +181,7 @@ func (s *Server) listAllProtobuf(w http.ResponseWriter, rr resourceRequest, meta
 			writeStatus(w, statusError(err, rr, ""))
 			return true
 		}
-		err = pl.add(page.Items)
+		err = pl.add(page.Items, page.Protobuf)
 		s.readGate.release()
 		if err != nil {
 			writeStatus(w, statusError(err, rr, ""))

@@ -221,6 +221,9 @@ type ListOptions struct {
 	Revision int64
 	// Exact asks for exactly Revision.
 	Exact bool
+	// WithProtobuf asks for ListResult.Protobuf: the items' core/v1
+	// protobuf encoding, where the backend has it without encoding them.
+	WithProtobuf bool
 }
 
 // ListResult is a page of a list.
@@ -238,6 +241,14 @@ type ListResult struct {
 	// the later pages hold; with a selector they are not, and
 	// kube-apiserver leaves the count out rather than give a wrong one).
 	RemainingItemCount *int64
+	// Protobuf, when not nil (ListOptions.WithProtobuf, and only from a
+	// backend that has it), holds for each of Items its core/v1 protobuf
+	// encoding, byte for byte what the item's Marshal gives, or nil for
+	// an item the backend did not have encoded. A list answered in
+	// core/v1 protobuf copies it rather than encode the item. A wrapper
+	// that changes the items it passes on (a view that rewrites their
+	// namespaces, say) must change or drop it with them.
+	Protobuf [][]byte
 }
 
 // Preconditions guard an update or a delete.

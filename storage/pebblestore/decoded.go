@@ -40,6 +40,8 @@ type decodedShard struct {
 type decodedEntry struct {
 	rev int64
 	ev  *corev1.Event
+	// encoded is ev's protobuf, once asked for (encodedCached).
+	encoded []byte
 }
 
 // newDecodedCache returns a cache of about n events, or nil for n <= 0.
@@ -90,7 +92,7 @@ func (c *decodedCache) put(key []byte, rev int64, ev *corev1.Event) {
 	defer s.mu.Unlock()
 	if e, ok := s.m[string(key)]; ok {
 		if rev > e.rev {
-			s.m[string(key)] = decodedEntry{rev, ev}
+			s.m[string(key)] = decodedEntry{rev: rev, ev: ev}
 		}
 		return
 	}
@@ -100,7 +102,7 @@ func (c *decodedCache) put(key []byte, rev int64, ev *corev1.Event) {
 	}
 	s.ring[s.next] = k
 	s.next = (s.next + 1) % len(s.ring)
-	s.m[k] = decodedEntry{rev, ev}
+	s.m[k] = decodedEntry{rev: rev, ev: ev}
 }
 
 // len returns how many events the cache keeps.
@@ -134,4 +136,35 @@ func (c *decodedCache) decodeCached(key, v []byte) (*corev1.Event, error) {
 	}
 	c.put(key, rev, ev)
 	return ev, nil
+}
+
+// encodedCached returns the core/v1 protobuf of the object value v at
+// key, with its resourceVersion (withResourceVersion), kept beside the
+// event decoded at the same revision when the cache holds it.
+func (c *decodedCache) encodedCached(key, v []byte) ([]byte, error) {
+	rev, _, proto, err := objectHeaderOf(v)
+	if err != nil {
+		return nil, err
+	}
+	var s *decodedShard
+	if c != nil {
+		s = c.shard(key)
+		s.mu.Lock()
+		e, ok := s.m[string(key)]
+		s.mu.Unlock()
+		if ok && e.rev == rev && e.encoded != nil {
+			return e.encoded, nil
+		}
+	}
+	b, err := withResourceVersion(proto, rev)
+	if err != nil || s == nil {
+		return b, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.m[string(key)]; ok && e.rev == rev {
+		e.encoded = b
+		s.m[string(key)] = e
+	}
+	return b, nil
 }

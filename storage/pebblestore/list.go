@@ -70,11 +70,18 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (*storage.Li
 		return nil, err
 	}
 	defer s.release(v)
-	items, last, more, err := s.scan(ctx, v, opts.Selector, tok.Key, opts.Limit)
+	var encoded *[][]byte
+	if opts.WithProtobuf {
+		encoded = new([][]byte)
+	}
+	items, last, more, err := s.scan(ctx, v, opts.Selector, tok.Key, opts.Limit, encoded)
 	if err != nil {
 		return nil, err
 	}
 	res := &storage.ListResult{Items: items, Revision: v.rev}
+	if encoded != nil {
+		res.Protobuf = *encoded
+	}
 	if more {
 		next := continueToken{Rev: v.rev, Key: last}
 		if tok.Total > 0 {
@@ -408,8 +415,10 @@ func readUnion(ctx context.Context, v *view, lookups []index.Lookup, ns, after s
 
 // scan returns up to limit events matching sel whose "<ns>/<name>" is after
 // the given one, reading an index when one applies, so that the cost is in
-// the number of candidates, not of stored events.
-func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
+// the number of candidates, not of stored events. With encoded, a list
+// over several lookups (scanKeys) sets it to the items' protobuf
+// (storage.ListResult.Protobuf); others leave it nil.
+func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after string, limit int64, encoded *[][]byte) (items []*corev1.Event, last string, more bool, err error) {
 	p := s.planSet().Plan(sel)
 	if p.None {
 		return nil, "", false, nil
@@ -430,7 +439,7 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 		return []*corev1.Event{ev}, "", false, nil
 	}
 	if len(p.Lookups) > 1 || p.Range != nil {
-		items, last, more, err = s.scanKeys(ctx, v, sel, p, ns, after, limit)
+		items, last, more, err = s.scanKeys(ctx, v, sel, p, ns, after, limit, encoded)
 		if !errors.Is(err, errRangeTooWide) {
 			return items, last, more, err
 		}
@@ -491,8 +500,10 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 // range lookup (errRangeTooWide when it holds more candidates than
 // rangeCap allows the list). The
 // candidates are read with one iterator over the objects, seeking forward
-// in key order, rather than a point read each.
-func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p index.Plan, ns, after string, limit int64) (items []*corev1.Event, last string, more bool, err error) {
+// in key order, rather than a point read each. With encoded, it sets
+// it to each item's protobuf, or nil for one whose stored form it could
+// not splice (its Marshal encodes it then).
+func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p index.Plan, ns, after string, limit int64, encoded *[][]byte) (items []*corev1.Event, last string, more bool, err error) {
 	keys, err := unionKeys(ctx, v, &s.unionKeysKept, p, ns, after, s.rangeCap(limit))
 	if err != nil || len(keys) == 0 {
 		return nil, "", false, err
@@ -527,6 +538,10 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p i
 		if sel.Matches(ev) {
 			items = append(items, ev)
 			last = k
+			if encoded != nil {
+				b, _ := s.decoded.encodedCached(key[1:], val)
+				*encoded = append(*encoded, b)
+			}
 		}
 	}
 	if err := it.Error(); err != nil {
