@@ -245,7 +245,9 @@ type ListResult struct {
 	// backend that has it), holds for each of Items its core/v1 protobuf
 	// encoding, byte for byte what the item's Marshal gives, or nil for
 	// an item the backend did not have encoded. A list answered in
-	// core/v1 protobuf copies it rather than encode the item. A wrapper
+	// core/v1 protobuf uses it rather than encode the item. The slices
+	// may be shared with the backend's caches: read them, never change
+	// them. A wrapper
 	// that changes the items it passes on (a view that rewrites their
 	// namespaces, say) must change or drop it with them.
 	Protobuf [][]byte

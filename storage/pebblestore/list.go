@@ -531,7 +531,7 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p i
 		if err != nil {
 			return nil, "", false, fmt.Errorf("pebblestore: list: %w", err)
 		}
-		ev, err := s.decoded.decodeCached(key[1:], val)
+		ev, b, err := s.decoded.read(key[1:], val, encoded != nil)
 		if err != nil {
 			return nil, "", false, err
 		}
@@ -539,7 +539,6 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p i
 			items = append(items, ev)
 			last = k
 			if encoded != nil {
-				b, _ := s.decoded.encodedCached(key[1:], val)
 				*encoded = append(*encoded, b)
 			}
 		}
