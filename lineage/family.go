@@ -61,7 +61,7 @@ type Family struct {
 	// once they outnumber its members, so that reading it costs at most
 	// one walk up per check.
 	setMu    sync.Mutex
-	set      map[ID]struct{}
+	set      map[ID]bool
 	setGen   uint64
 	setCalls int
 }
@@ -143,16 +143,16 @@ func (f *Family) walk(fn func(o *Object, depth int)) {
 }
 
 // each calls fn for each member the graph holds, each once, in no
-// particular order; under g.mu. It is walk without sorting each
-// object's children, for what needs the set only (the names each
-// family list reads).
-func (f *Family) each(fn func(o *Object)) {
-	f.traverse(false, func(o *Object, _ int) { fn(o) })
+// particular order, and returns the members' IDs; under g.mu. It is
+// walk without sorting each object's children, for what needs the set
+// only (the names each family list reads).
+func (f *Family) each(fn func(o *Object)) map[ID]bool {
+	return f.traverse(false, func(o *Object, _ int) { fn(o) })
 }
 
 // traverse is walk, with the roots and each object's children in order
-// when sorted is set.
-func (f *Family) traverse(sorted bool, fn func(o *Object, depth int)) {
+// when sorted is set; it returns the IDs of the members visited.
+func (f *Family) traverse(sorted bool, fn func(o *Object, depth int)) map[ID]bool {
 	seen := map[ID]bool{}
 	var visit func(id ID, depth int)
 	visit = func(id ID, depth int) {
@@ -194,6 +194,7 @@ func (f *Family) traverse(sorted bool, fn func(o *Object, depth int)) {
 	for _, id := range roots {
 		visit(id, 0)
 	}
+	return seen
 }
 
 // nodeNames returns the nodes the Pods among objs ran on, sorted.
@@ -222,33 +223,25 @@ func (f *Family) Names() []string {
 // kept for Involves.
 func (f *Family) readNames() []string {
 	f.g.mu.RLock()
-	names := map[string]bool{}
+	var names []string
 	if f.ident.name != "" {
-		names[f.ident.name] = true
+		names = append(names, f.ident.name)
 	}
 	var pods []Object
-	set := map[ID]struct{}{}
-	f.each(func(o *Object) {
-		set[o.ID] = struct{}{}
-		names[o.Name] = true
+	set := f.each(func(o *Object) {
+		names = append(names, o.Name)
 		if f.spec.WithNodes && o.Kind == "Pod" {
 			pods = append(pods, *o)
 		}
 	})
-	for _, n := range f.nodeNames(pods) {
-		names[n] = true
-	}
+	names = append(names, f.nodeNames(pods)...)
 	gen := f.g.gen.Load()
 	f.g.mu.RUnlock()
 	// The members walked are Involves' too (keepSet outside g.mu: inSet
 	// takes the two locks one after the other, never both).
 	f.keepSet(set, gen)
-	out := make([]string, 0, len(names))
-	for n := range names {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // Involves implements storage.ObjectSet.
@@ -299,7 +292,7 @@ func (f *Family) inSet(id ID) bool {
 	gen := f.g.gen.Load()
 	f.setMu.Lock()
 	if f.set != nil && f.setGen == gen {
-		_, ok := f.set[id]
+		ok := f.set[id]
 		f.setMu.Unlock()
 		return ok
 	}
@@ -313,20 +306,17 @@ func (f *Family) inSet(id ID) bool {
 	set, gen := f.readSet(), f.g.gen.Load()
 	f.g.mu.RUnlock()
 	f.keepSet(set, gen)
-	_, ok := set[id]
-	return ok
+	return set[id]
 }
 
 // readSet returns the members the graph holds; under g.mu.
-func (f *Family) readSet() map[ID]struct{} {
-	set := map[ID]struct{}{}
-	f.each(func(o *Object) { set[o.ID] = struct{}{} })
-	return set
+func (f *Family) readSet() map[ID]bool {
+	return f.each(func(*Object) {})
 }
 
 // keepSet keeps set, the members at the graph's change gen, unless the
 // set kept is newer.
-func (f *Family) keepSet(set map[ID]struct{}, gen uint64) {
+func (f *Family) keepSet(set map[ID]bool, gen uint64) {
 	f.setMu.Lock()
 	defer f.setMu.Unlock()
 	if f.set == nil || gen >= f.setGen {
