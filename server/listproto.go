@@ -42,16 +42,19 @@ type protoList struct {
 	size int
 	// sizes is add's scratch.
 	sizes []int
-	// objs is add's scratch, the items in the list's group.
+	// objs is add's scratch, the items in the list's group (nil for
+	// those the store gave encoded); raw those encodings.
 	objs []protoObject
+	raw  [][]byte
 }
 
 // add encodes items as the list's next item fields. encoded, when not
 // nil, is the store's core/v1 protobuf of each item
 // (storage.ListResult.Protobuf): used as it is for a core/v1 list rather
-// than encoded again; an item without it is encoded.
-func (pl *protoList) add(items []*corev1.Event, encoded [][]byte) error {
-	pl.objs, pl.sizes = pl.objs[:0], pl.sizes[:0]
+// than encoded again; an item without it (or whose encoding is another
+// object's: a wrapper's copy) is encoded.
+func (pl *protoList) add(items []*corev1.Event, encoded []storage.Encoded) error {
+	pl.objs, pl.sizes, pl.raw = pl.objs[:0], pl.sizes[:0], pl.raw[:0]
 	core := pl.version.Shape() != eventapi.EventsV1
 	if !core || len(encoded) != len(items) {
 		encoded = nil
@@ -63,12 +66,17 @@ func (pl *protoList) add(items []*corev1.Event, encoded [][]byte) error {
 			po = eventapi.ToEventsV1(ev)
 		}
 		var n int
-		if encoded != nil && encoded[i] != nil {
-			po, n = nil, len(encoded[i])
+		var raw []byte
+		if encoded != nil {
+			raw = encoded[i].Matches(ev)
+		}
+		if raw != nil {
+			po, n = nil, len(raw)
 			own -= n
 		} else {
 			n = po.Size()
 		}
+		pl.raw = append(pl.raw, raw)
 		pl.objs, pl.sizes = append(pl.objs, po), append(pl.sizes, n)
 		own += 1 + varintLen(n) + n
 		total += 1 + varintLen(n) + n
@@ -82,7 +90,7 @@ func (pl *protoList) add(items []*corev1.Event, encoded [][]byte) error {
 		n := pl.sizes[i]
 		b = binary.AppendUvarint(append(b, listItemsTag), uint64(n))
 		if po == nil {
-			pl.parts = append(pl.parts, b[run:len(b):len(b)], encoded[i])
+			pl.parts = append(pl.parts, b[run:len(b):len(b)], pl.raw[i])
 			run = len(b)
 			continue
 		}
@@ -99,6 +107,7 @@ func (pl *protoList) add(items []*corev1.Event, encoded [][]byte) error {
 		pl.parts = append(pl.parts, b[run:])
 	}
 	clear(pl.objs) // the decoded page is not kept
+	clear(pl.raw)
 	pl.size += total
 	return nil
 }

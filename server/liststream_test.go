@@ -378,4 +378,45 @@ func TestIndexedListInProtobuf(t *testing.T) {
 	if err != nil || len(l.Items) != n || l.Items[7].Count != 2 || l.Items[2].Series == nil || l.Items[3].Related == nil {
 		t.Fatalf("client-go: %v, %d items", err, len(l.Items))
 	}
+
+	// A store wrapper that passes on copies of the events (as a cluster's
+	// view does, renaming namespaces) and the rest of the result as it
+	// is: the answer holds its copies, not the store's encodings.
+	w := newEnvWith(t, time.Hour, func(c *server.Config) { store, c.Store = c.Store, copying{c.Store} })
+	for _, ev := range made[:300] {
+		ev := ev.DeepCopy()
+		ev.ResourceVersion = ""
+		if _, err := store.Create(w.ctx, ev, storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, body = w.get(path, "application/vnd.kubernetes.protobuf")
+	var copies corev1.EventList
+	if protobufList(t, body, &copies); code != http.StatusOK || len(copies.Items) != 300 {
+		t.Fatalf("through a copying wrapper: %d, %d items", code, len(copies.Items))
+	}
+	for _, ev := range copies.Items {
+		if ev.Annotations["copied"] != "yes" {
+			t.Fatalf("through a copying wrapper: %s is the store's encoding, not the wrapper's copy", ev.Name)
+		}
+	}
+}
+
+// copying is a store whose lists pass on copies of the events,
+// annotated, and the rest of the result (Protobuf included) as it is.
+type copying struct{ storage.Interface }
+
+func (c copying) List(ctx context.Context, opts storage.ListOptions) (*storage.ListResult, error) {
+	res, err := c.Interface.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	cp := *res
+	cp.Items = make([]*corev1.Event, len(res.Items))
+	for i, ev := range res.Items {
+		ev = ev.DeepCopy()
+		metav1.SetMetaDataAnnotation(&ev.ObjectMeta, "copied", "yes")
+		cp.Items[i] = ev
+	}
+	return &cp, nil
 }

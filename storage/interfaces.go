@@ -242,15 +242,33 @@ type ListResult struct {
 	// kube-apiserver leaves the count out rather than give a wrong one).
 	RemainingItemCount *int64
 	// Protobuf, when not nil (ListOptions.WithProtobuf, and only from a
-	// backend that has it), holds for each of Items its core/v1 protobuf
-	// encoding, byte for byte what the item's Marshal gives, or nil for
-	// an item the backend did not have encoded. A list answered in
-	// core/v1 protobuf uses it rather than encode the item. The slices
-	// may be shared with the backend's caches: read them, never change
-	// them. A wrapper
-	// that changes the items it passes on (a view that rewrites their
-	// namespaces, say) must change or drop it with them.
-	Protobuf [][]byte
+	// backend that has it), holds for each of Items its core/v1
+	// protobuf encoding (Encoded), or a zero Encoded for an item the
+	// backend did not have encoded. A list answered in core/v1 protobuf
+	// uses it rather than encode the item.
+	Protobuf []Encoded
+}
+
+// Encoded is an event's core/v1 protobuf encoding as a backend holds it:
+// byte for byte what Of's Marshal gives. It stands for Of only: a
+// wrapper that passes on other events than the backend's (copies with
+// other namespaces, say) leaves it unused without knowing of it, as its
+// users check that the item is Of (Matches).
+type Encoded struct {
+	// Of is the event encoded, the very item of ListResult.Items.
+	Of *corev1.Event
+	// Bytes is the encoding, shared with the backend's caches: read
+	// it, never change it.
+	Bytes []byte
+}
+
+// Matches returns the encoding when e is ev's (the same object) and
+// has one; nil otherwise.
+func (e Encoded) Matches(ev *corev1.Event) []byte {
+	if e.Of == nil || e.Of != ev {
+		return nil
+	}
+	return e.Bytes
 }
 
 // Preconditions guard an update or a delete.

@@ -70,9 +70,9 @@ func (s *Store) List(ctx context.Context, opts storage.ListOptions) (*storage.Li
 		return nil, err
 	}
 	defer s.release(v)
-	var encoded *[][]byte
+	var encoded *[]storage.Encoded
 	if opts.WithProtobuf {
-		encoded = new([][]byte)
+		encoded = new([]storage.Encoded)
 	}
 	items, last, more, err := s.scan(ctx, v, opts.Selector, tok.Key, opts.Limit, encoded)
 	if err != nil {
@@ -418,7 +418,7 @@ func readUnion(ctx context.Context, v *view, lookups []index.Lookup, ns, after s
 // the number of candidates, not of stored events. With encoded, a list
 // over several lookups (scanKeys) sets it to the items' protobuf
 // (storage.ListResult.Protobuf); others leave it nil.
-func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after string, limit int64, encoded *[][]byte) (items []*corev1.Event, last string, more bool, err error) {
+func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after string, limit int64, encoded *[]storage.Encoded) (items []*corev1.Event, last string, more bool, err error) {
 	p := s.planSet().Plan(sel)
 	if p.None {
 		return nil, "", false, nil
@@ -501,9 +501,9 @@ func (s *Store) scan(ctx context.Context, v *view, sel storage.Selector, after s
 // rangeCap allows the list). The
 // candidates are read with one iterator over the objects, seeking forward
 // in key order, rather than a point read each. With encoded, it sets
-// it to each item's protobuf, or nil for one whose stored form it could
-// not splice (its Marshal encodes it then).
-func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p index.Plan, ns, after string, limit int64, encoded *[][]byte) (items []*corev1.Event, last string, more bool, err error) {
+// it to each item's protobuf, without bytes for one whose stored form it
+// could not splice (its Marshal encodes it then).
+func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p index.Plan, ns, after string, limit int64, encoded *[]storage.Encoded) (items []*corev1.Event, last string, more bool, err error) {
 	keys, err := unionKeys(ctx, v, &s.unionKeysKept, p, ns, after, s.rangeCap(limit))
 	if err != nil || len(keys) == 0 {
 		return nil, "", false, err
@@ -539,7 +539,7 @@ func (s *Store) scanKeys(ctx context.Context, v *view, sel storage.Selector, p i
 			items = append(items, ev)
 			last = k
 			if encoded != nil {
-				*encoded = append(*encoded, b)
+				*encoded = append(*encoded, storage.Encoded{Of: ev, Bytes: b})
 			}
 		}
 	}
