@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -30,36 +31,47 @@ const (
 // list's length, so nothing can be sent before the last page is read.
 type protoList struct {
 	version eventapi.Version
-	// parts are the EventList's item fields (tag, length, Event), in
-	// order: runs of fields encoded here, one buffer of the exact size
-	// per page (a buffer grown for the whole list copied it over and
-	// over: a tenth of a family query's CPU), and between them the
-	// store's encodings of events (storage.ListResult.Protobuf), shared
-	// rather than copied (a copy was half of what a family query
-	// allocated).
-	parts [][]byte
-	// size is the parts' length in all.
+	// pages are the EventList's item fields (tag, length, Event), in
+	// order, a page each.
+	pages []protoPage
+	// size is the pages' length in all.
 	size int
 	// sizes is add's scratch.
 	sizes []int
 	// objs is add's scratch, the items in the list's group (nil for
-	// those the store gave encoded); raw those encodings.
+	// those the store gave encoded).
 	objs []protoObject
-	raw  [][]byte
+}
+
+// protoPage is a page's item fields: those encoded here in one buffer of
+// the exact size (a buffer grown for the whole list copied it over and
+// over: a tenth of a family query's CPU), and between them the store's
+// encodings of events (storage.ListResult.Protobuf), shared rather than
+// copied (a copy was half of what a family query allocated).
+type protoPage struct {
+	// buf holds the fields encoded here, and the tag and length of
+	// those the store gave encoded.
+	buf []byte
+	// encoded is the page's ListResult.Protobuf, its events let go
+	// (Of cleared: the decoded page is not kept).
+	encoded []storage.Encoded
+	// splices are pairs (offset in buf, item): encoded[item]'s bytes
+	// come at that offset of buf, in order.
+	splices []int32
 }
 
 // add encodes items as the list's next item fields. encoded, when not
 // nil, is the store's core/v1 protobuf of each item
 // (storage.ListResult.Protobuf): used as it is for a core/v1 list rather
 // than encoded again; an item without it (or whose encoding is another
-// object's: a wrapper's copy) is encoded.
+// object's: a wrapper's copy) is encoded. add keeps encoded.
 func (pl *protoList) add(items []*corev1.Event, encoded []storage.Encoded) error {
-	pl.objs, pl.sizes, pl.raw = pl.objs[:0], pl.sizes[:0], pl.raw[:0]
+	pl.objs, pl.sizes = pl.objs[:0], pl.sizes[:0]
 	core := pl.version.Shape() != eventapi.EventsV1
 	if !core || len(encoded) != len(items) {
 		encoded = nil
 	}
-	own, total := 0, 0 // bytes encoded here; bytes of the fields in all
+	own, total, spliced := 0, 0, 0 // bytes encoded here; bytes of the fields in all; items given encoded
 	for i, ev := range items {
 		var po protoObject = ev
 		if !core {
@@ -73,10 +85,10 @@ func (pl *protoList) add(items []*corev1.Event, encoded []storage.Encoded) error
 		if raw != nil {
 			po, n = nil, len(raw)
 			own -= n
+			spliced++
 		} else {
 			n = po.Size()
 		}
-		pl.raw = append(pl.raw, raw)
 		pl.objs, pl.sizes = append(pl.objs, po), append(pl.sizes, n)
 		own += 1 + varintLen(n) + n
 		total += 1 + varintLen(n) + n
@@ -84,14 +96,16 @@ func (pl *protoList) add(items []*corev1.Event, encoded []storage.Encoded) error
 	if total == 0 {
 		return nil
 	}
-	b := make([]byte, 0, own)
-	run := 0 // where the fields not yet in parts start in b
+	pg := protoPage{buf: make([]byte, 0, own)}
+	if spliced > 0 {
+		pg.encoded, pg.splices = encoded, make([]int32, 0, 2*spliced)
+	}
+	b := pg.buf
 	for i, po := range pl.objs {
 		n := pl.sizes[i]
 		b = binary.AppendUvarint(append(b, listItemsTag), uint64(n))
 		if po == nil {
-			pl.parts = append(pl.parts, b[run:len(b):len(b)], pl.raw[i])
-			run = len(b)
+			pg.splices = append(pg.splices, int32(len(b)), int32(i))
 			continue
 		}
 		m, err := po.MarshalToSizedBuffer(b[len(b) : len(b)+n])
@@ -103,12 +117,34 @@ func (pl *protoList) add(items []*corev1.Event, encoded []storage.Encoded) error
 		}
 		b = b[:len(b)+n]
 	}
-	if run < len(b) {
-		pl.parts = append(pl.parts, b[run:])
+	pg.buf = b
+	for i := range pg.encoded {
+		pg.encoded[i].Of = nil
 	}
 	clear(pl.objs) // the decoded page is not kept
-	clear(pl.raw)
+	pl.pages = append(pl.pages, pg)
 	pl.size += total
+	return nil
+}
+
+// write writes the item fields to w.
+func (pl *protoList) write(w io.Writer) error {
+	for _, pg := range pl.pages {
+		at := 0
+		for k := 0; k < len(pg.splices); k += 2 {
+			off, item := int(pg.splices[k]), pg.splices[k+1]
+			if _, err := w.Write(pg.buf[at:off]); err != nil {
+				return err
+			}
+			if _, err := w.Write(pg.encoded[item].Bytes); err != nil {
+				return err
+			}
+			at = off
+		}
+		if _, err := w.Write(pg.buf[at:]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -230,10 +266,8 @@ func (s *Server) listAllProtobuf(w http.ResponseWriter, rr resourceRequest, meta
 	// Many parts are one event's: write them through a buffer, not each
 	// through the connection's writer.
 	bw := bufio.NewWriterSize(w, 32<<10)
-	for _, b := range pl.parts {
-		if _, err := bw.Write(b); err != nil {
-			return true
-		}
+	if err := pl.write(bw); err != nil {
+		return true
 	}
 	_, _ = bw.Write(tail)
 	_ = bw.Flush()
