@@ -40,7 +40,8 @@ type decodedShard struct {
 type decodedEntry struct {
 	rev int64
 	ev  *corev1.Event
-	// encoded is ev's protobuf, once asked for (encodedCached).
+	// encoded is ev's protobuf with its resourceVersion, once a list
+	// asked for it (read with encode).
 	encoded []byte
 }
 
