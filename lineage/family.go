@@ -52,6 +52,18 @@ type Family struct {
 
 	namesOnce sync.Once
 	names     []string
+
+	// set holds the members a walk of the graph found when the graph was
+	// at change setGen (Names' walk, or Involves' own), so that Involves
+	// finds the events of members (a family list's events: most of its
+	// candidates) without walking each one's owners; setCalls counts the
+	// checks the set could not answer since: a stale set is read again
+	// once they outnumber its members, so that reading it costs at most
+	// one walk up per check.
+	setMu    sync.Mutex
+	set      map[ID]bool
+	setGen   uint64
+	setCalls int
 }
 
 var _ storage.ObjectSet = (*Family)(nil)
@@ -125,8 +137,22 @@ func (f *Family) Members() []Object {
 }
 
 // walk calls fn for each member the graph holds, depth-first from the
-// roots (sorted), children by name, each once; under g.mu.
+// roots (sorted), children by first seen and name, each once; under g.mu.
 func (f *Family) walk(fn func(o *Object, depth int)) {
+	f.traverse(true, fn)
+}
+
+// each calls fn for each member the graph holds, each once, in no
+// particular order, and returns the members' IDs; under g.mu. It is
+// walk without sorting each object's children, for what needs the set
+// only (the names each family list reads).
+func (f *Family) each(fn func(o *Object)) map[ID]bool {
+	return f.traverse(false, func(o *Object, _ int) { fn(o) })
+}
+
+// traverse is walk, with the roots and each object's children in order
+// when sorted is set; it returns the IDs of the members visited.
+func (f *Family) traverse(sorted bool, fn func(o *Object, depth int)) map[ID]bool {
 	seen := map[ID]bool{}
 	var visit func(id ID, depth int)
 	visit = func(id ID, depth int) {
@@ -136,6 +162,12 @@ func (f *Family) walk(fn func(o *Object, depth int)) {
 		}
 		seen[id] = true
 		fn(o, depth)
+		if !sorted {
+			for c := range f.g.children[id] {
+				visit(c, depth+1)
+			}
+			return
+		}
 		kids := make([]*Object, 0, len(f.g.children[id]))
 		for c := range f.g.children[id] {
 			if co, ok := f.g.objs[c]; ok {
@@ -156,10 +188,13 @@ func (f *Family) walk(fn func(o *Object, depth int)) {
 	for id := range f.roots {
 		roots = append(roots, id)
 	}
-	slices.Sort(roots)
+	if sorted {
+		slices.Sort(roots)
+	}
 	for _, id := range roots {
 		visit(id, 0)
 	}
+	return seen
 }
 
 // nodeNames returns the nodes the Pods among objs ran on, sorted.
@@ -184,34 +219,36 @@ func (f *Family) Names() []string {
 	return f.names
 }
 
-// readNames is Names, read from the graph.
+// readNames is Names, read from the graph; the members it walks are
+// kept for Involves.
 func (f *Family) readNames() []string {
 	f.g.mu.RLock()
-	defer f.g.mu.RUnlock()
-	names := map[string]bool{}
+	var names []string
 	if f.ident.name != "" {
-		names[f.ident.name] = true
+		names = append(names, f.ident.name)
 	}
 	var pods []Object
-	f.walk(func(o *Object, _ int) {
-		names[o.Name] = true
+	set := f.each(func(o *Object) {
+		names = append(names, o.Name)
 		if f.spec.WithNodes && o.Kind == "Pod" {
 			pods = append(pods, *o)
 		}
 	})
-	for _, n := range f.nodeNames(pods) {
-		names[n] = true
-	}
-	out := make([]string, 0, len(names))
-	for n := range names {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
+	names = append(names, f.nodeNames(pods)...)
+	gen := f.g.gen.Load()
+	f.g.mu.RUnlock()
+	// The members walked are Involves' too (keepSet outside g.mu: inSet
+	// takes the two locks one after the other, never both).
+	f.keepSet(set, gen)
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // Involves implements storage.ObjectSet.
 func (f *Family) Involves(ev *corev1.Event) bool {
+	if id := ID(ev.InvolvedObject.UID); id != "" && (f.inSet(id) || f.roots[id]) {
+		return true // the usual answer for a family's events, without their times
+	}
 	first, last := EventSpan(ev)
 	if f.refIn(&ev.InvolvedObject, first, last) {
 		return true
@@ -222,7 +259,7 @@ func (f *Family) Involves(ev *corev1.Event) bool {
 // refIn reports whether the object ref names is a member, at the time
 // [first, last] of the event naming it.
 func (f *Family) refIn(ref *corev1.ObjectReference, first, last time.Time) bool {
-	if ref.UID != "" && f.roots[ID(ref.UID)] {
+	if ref.UID != "" && (f.inSet(ID(ref.UID)) || f.roots[ID(ref.UID)]) {
 		return true
 	}
 	f.g.mu.RLock()
@@ -246,6 +283,45 @@ func (f *Family) refIn(ref *corev1.ObjectReference, first, last time.Time) bool 
 		return true
 	}
 	return f.onNode(ref, first, last)
+}
+
+// inSet reports whether the object id is among the members a walk of
+// the graph found, as the graph is now; false when it is not or the set
+// is stale (the caller then asks the graph).
+func (f *Family) inSet(id ID) bool {
+	gen := f.g.gen.Load()
+	f.setMu.Lock()
+	if f.set != nil && f.setGen == gen {
+		ok := f.set[id]
+		f.setMu.Unlock()
+		return ok
+	}
+	f.setCalls++
+	read := f.setCalls > len(f.set)
+	f.setMu.Unlock()
+	if !read {
+		return false
+	}
+	f.g.mu.RLock()
+	set, gen := f.readSet(), f.g.gen.Load()
+	f.g.mu.RUnlock()
+	f.keepSet(set, gen)
+	return set[id]
+}
+
+// readSet returns the members the graph holds; under g.mu.
+func (f *Family) readSet() map[ID]bool {
+	return f.each(func(*Object) {})
+}
+
+// keepSet keeps set, the members at the graph's change gen, unless the
+// set kept is newer.
+func (f *Family) keepSet(set map[ID]bool, gen uint64) {
+	f.setMu.Lock()
+	defer f.setMu.Unlock()
+	if f.set == nil || gen >= f.setGen {
+		f.set, f.setGen, f.setCalls = set, gen, 0
+	}
 }
 
 // alive reports whether o existed at some time of [first, last], give or
@@ -289,7 +365,7 @@ func (f *Family) onNode(ref *corev1.ObjectReference, first, last time.Time) bool
 		return false
 	}
 	found := false
-	f.walk(func(o *Object, _ int) {
+	f.each(func(o *Object) {
 		if !found && o.Kind == "Pod" && o.Node == ref.Name && alive(o, first, last) {
 			found = true
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kubevents/kubevents/storage"
@@ -70,6 +71,9 @@ type Graph struct {
 	subs     map[int]func(ID)
 	nextSub  int
 	learning string // why ownership is not learned; "" while it is
+	// gen counts the changes of objs (put and remove, under mu): what a
+	// Family learned of the graph holds while it has not moved.
+	gen atomic.Uint64
 }
 
 // New returns an empty graph. Load reads what its store kept.
@@ -349,6 +353,7 @@ func (g *Graph) put(o *Object, dirty bool) {
 	if cur, ok := g.objs[o.ID]; ok {
 		g.unindex(cur)
 	}
+	g.gen.Add(1)
 	g.objs[o.ID] = o
 	for _, ow := range o.Owners {
 		set := g.children[ow]
@@ -393,6 +398,7 @@ func (g *Graph) unindex(o *Object) {
 func (g *Graph) remove(id ID) {
 	if o, ok := g.objs[id]; ok {
 		g.unindex(o)
+		g.gen.Add(1)
 		delete(g.objs, id)
 		g.dirty[id] = false
 	}

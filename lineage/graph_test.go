@@ -2,6 +2,7 @@ package lineage
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -338,5 +339,49 @@ func TestEventSpan(t *testing.T) {
 	}
 	if s := (FamilySpec{Kind: "Deployment", Namespace: "shop", Name: "web"}).String(); !strings.Contains(s, "shop/web") {
 		t.Error(s)
+	}
+}
+
+// TestFamilyMembershipFollowsChanges: the members a family's walk found
+// answer Involves only while the graph is unchanged: a Pod moved to
+// another owner leaves the family at once, one moved back returns, and a
+// Pod added is in it.
+func TestFamilyMembershipFollowsChanges(t *testing.T) {
+	for _, names := range []bool{true, false} {
+		t.Run(fmt.Sprintf("names %v", names), func(t *testing.T) {
+			g := New(Options{Clock: clocktesting.NewFakeClock(t0)})
+			app(g)
+			f := g.Family(FamilySpec{Kind: "Deployment", Namespace: "shop", Name: "web"})
+			if names { // a list's plan reads the names first
+				f.Names()
+			}
+			ev := event("Pod", "shop", "web-2-a", "p3", "Started", "x", t0)
+			for range 2 {
+				if !f.Involves(ev) {
+					t.Fatal("the event of a member is not in the family")
+				}
+			}
+			if !f.inSet("p3") || f.inSet("p4") {
+				t.Error("the members found are not kept, or hold another Deployment's Pod")
+			}
+			g.Observe(obj("p3", "Pod", "shop", "web-2-a", "rs3"))
+			for range 10 { // past the checks that read the set again
+				if f.Involves(ev) {
+					t.Fatal("a Pod now owned by another Deployment's ReplicaSet is still in the family")
+				}
+			}
+			g.Observe(obj("p3", "Pod", "shop", "web-2-a", "rs2"))
+			g.Observe(obj("p8", "Pod", "shop", "web-2-b", "rs2"))
+			for _, ev := range []*corev1.Event{ev, event("Pod", "shop", "web-2-b", "p8", "Started", "x", t0)} {
+				for range 10 {
+					if !f.Involves(ev) {
+						t.Fatalf("%s, owned by the family's ReplicaSet, is not in it", ev.InvolvedObject.Name)
+					}
+				}
+			}
+			if !f.inSet("p8") {
+				t.Error("the members were not read again after the graph changed")
+			}
+		})
 	}
 }

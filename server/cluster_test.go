@@ -82,6 +82,25 @@ func TestFleetServing(t *testing.T) {
 	if _, err := west.CoreV1().Events("other").Get(ctx, "only-east", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("west sees east's event: %v", err)
 	}
+	// A protobuf list over several index lookups (the store's encodings
+	// hold storage namespaces: the view's copies must be what is sent).
+	pbEast, err := kubernetes.NewForConfig(&rest.Config{Host: e.url + server.ClustersPathPrefix + "east", QPS: -1,
+		ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf", AcceptContentTypes: "application/vnd.kubernetes.protobuf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := pbEast.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involves.name=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range pl.Items {
+		if it.Namespace != "shop" && it.Namespace != "other" || it.Message != "east" {
+			t.Errorf("east's protobuf list over index lookups holds %s/%s %q", it.Namespace, it.Name, it.Message)
+		}
+	}
+	if len(pl.Items) != 2 {
+		t.Errorf("east's protobuf list over index lookups: %d events, want 2", len(pl.Items))
+	}
 	// Discovery works under a cluster's path (kubectl needs it).
 	if _, err := east.Discovery().ServerResourcesForGroupVersion("v1"); err != nil {
 		t.Errorf("discovery at /clusters/east: %v", err)

@@ -1113,8 +1113,11 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, rr resourceRequest
 	}
 	all := lo.Limit == 0
 	if all {
-		// Every event: read a page at a time (listAll).
+		// Every event: read a page at a time (listAll); a core/v1
+		// protobuf answer copies the store's encoding where it has it
+		// (listAllProtobuf).
 		lo.Limit = listPage
+		lo.WithProtobuf = o.kind == outProtobuf && rr.version.Shape() != eventapi.EventsV1 && lo.Predicate == nil
 	}
 	ctx, stop := bindFilter(r.Context(), lo.Selector)
 	defer stop()

@@ -128,7 +128,7 @@ func (s *Server) listAll(w http.ResponseWriter, r *http.Request, rr resourceRequ
 		if err := s.readGate.acquire(ticket, ctx.Done(), nil); err != nil {
 			return nil, err
 		}
-		res, err := s.store(ctx).List(ctx, storage.ListOptions{Selector: lo.Selector, Limit: listPage, Continue: cont})
+		res, err := s.store(ctx).List(ctx, storage.ListOptions{Selector: lo.Selector, Limit: listPage, Continue: cont, WithProtobuf: lo.WithProtobuf})
 		if err != nil {
 			s.readGate.release()
 			return nil, err

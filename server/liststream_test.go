@@ -296,3 +296,127 @@ func TestListOfEveryEventInProtobuf(t *testing.T) {
 		t.Fatalf("without room, Accept %s: %d items", protoOnly, len(core.Items))
 	}
 }
+
+// TestIndexedListInProtobuf: a list over several index lookups (here the
+// regarding and related name indexes of involves.name) of more than a
+// page, asked for in core/v1 protobuf, copies the store's encoding of
+// each event (storage.ListResult.Protobuf) instead of encoding it: the
+// answer is still the canonical encoding of the same events the JSON
+// answer holds, with managedFields, labels, series and related objects,
+// after some events' updates, and client-go decodes it; the
+// events.k8s.io/v1 answer (converted, not copied) holds the same events.
+func TestIndexedListInProtobuf(t *testing.T) {
+	var store storage.Interface
+	e := newEnvWith(t, time.Hour, func(c *server.Config) { store = c.Store })
+	const n = 600
+	at := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var made []*corev1.Event
+	for i := range n + 50 {
+		pod := "web"
+		if i >= n {
+			pod = fmt.Sprintf("other-%d", i) // not in the list
+		}
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: fmt.Sprintf("%s.%05d", pod, i)},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod, Namespace: "shop", UID: "uid-web"},
+			Reason:         "Started", Message: strings.Repeat("m", i%300), Type: corev1.EventTypeNormal, FirstTimestamp: at, LastTimestamp: at}
+		switch i % 4 {
+		case 1:
+			ev.Labels = map[string]string{"app": "web"}
+			ev.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: "v1", Time: &at, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:message":{}}`)}}}
+		case 2:
+			ev.EventTime = metav1.NewMicroTime(at.Time)
+			ev.Series = &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(at.Time)}
+			ev.ReportingController, ev.ReportingInstance, ev.Action = "kubelet", "node-1", "Start"
+		case 3:
+			ev.Related = &corev1.ObjectReference{Kind: "Node", Name: "node-1"}
+		}
+		stored, err := store.Create(e.ctx, ev, storage.WriteOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		made = append(made, stored)
+	}
+	for i := 0; i < n; i += 7 { // new revisions
+		ev := made[i].DeepCopy()
+		ev.Count = 2
+		if _, err := store.Update(e.ctx, ev, storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const path = "/api/v1/namespaces/shop/events?fieldSelector=involves.name%3Dweb"
+	_, _, jsonCore := e.get(path, "application/json")
+	for range 2 { // the second from the store's decoded events
+		code, ct, body := e.get(path, "application/vnd.kubernetes.protobuf")
+		if code != http.StatusOK || ct != "application/vnd.kubernetes.protobuf" {
+			t.Fatalf("%d %s", code, ct)
+		}
+		var core corev1.EventList
+		protobufList(t, body, &core)
+		if len(core.Items) != n {
+			t.Fatalf("%d items, want %d", len(core.Items), n)
+		}
+		core.TypeMeta = metav1.TypeMeta{Kind: "EventList", APIVersion: "v1"}
+		for i := range core.Items {
+			core.Items[i].TypeMeta = metav1.TypeMeta{Kind: "Event", APIVersion: "v1"}
+		}
+		if j, _ := json.Marshal(&core); !bytes.Equal(j, jsonCore) {
+			t.Fatal("the protobuf list holds other events than the JSON list")
+		}
+	}
+	code, _, body := e.get("/apis/events.k8s.io/v1/namespaces/shop/events?fieldSelector=involves.name%3Dweb", "application/vnd.kubernetes.protobuf")
+	var ev1 eventsv1.EventList
+	if protobufList(t, body, &ev1); code != http.StatusOK || len(ev1.Items) != n || ev1.Items[1].ManagedFields == nil {
+		t.Fatalf("events.k8s.io/v1: %d, %d items", code, len(ev1.Items))
+	}
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: e.url, QPS: -1, ContentConfig: rest.ContentConfig{
+		AcceptContentTypes: "application/vnd.kubernetes.protobuf", ContentType: "application/vnd.kubernetes.protobuf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := cs.CoreV1().Events("shop").List(e.ctx, metav1.ListOptions{FieldSelector: "involves.name=web"})
+	if err != nil || len(l.Items) != n || l.Items[7].Count != 2 || l.Items[2].Series == nil || l.Items[3].Related == nil {
+		t.Fatalf("client-go: %v, %d items", err, len(l.Items))
+	}
+
+	// A store wrapper that passes on copies of the events (as a cluster's
+	// view does, renaming namespaces) and the rest of the result as it
+	// is: the answer holds its copies, not the store's encodings.
+	w := newEnvWith(t, time.Hour, func(c *server.Config) { store, c.Store = c.Store, copying{c.Store} })
+	for _, ev := range made[:300] {
+		ev := ev.DeepCopy()
+		ev.ResourceVersion = ""
+		if _, err := store.Create(w.ctx, ev, storage.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, body = w.get(path, "application/vnd.kubernetes.protobuf")
+	var copies corev1.EventList
+	if protobufList(t, body, &copies); code != http.StatusOK || len(copies.Items) != 300 {
+		t.Fatalf("through a copying wrapper: %d, %d items", code, len(copies.Items))
+	}
+	for _, ev := range copies.Items {
+		if ev.Annotations["copied"] != "yes" {
+			t.Fatalf("through a copying wrapper: %s is the store's encoding, not the wrapper's copy", ev.Name)
+		}
+	}
+}
+
+// copying is a store whose lists pass on copies of the events,
+// annotated, and the rest of the result (Protobuf included) as it is.
+type copying struct{ storage.Interface }
+
+func (c copying) List(ctx context.Context, opts storage.ListOptions) (*storage.ListResult, error) {
+	res, err := c.Interface.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	cp := *res
+	cp.Items = make([]*corev1.Event, len(res.Items))
+	for i, ev := range res.Items {
+		ev = ev.DeepCopy()
+		metav1.SetMetaDataAnnotation(&ev.ObjectMeta, "copied", "yes")
+		cp.Items[i] = ev
+	}
+	return &cp, nil
+}

@@ -221,6 +221,9 @@ type ListOptions struct {
 	Revision int64
 	// Exact asks for exactly Revision.
 	Exact bool
+	// WithProtobuf asks for ListResult.Protobuf: the items' core/v1
+	// protobuf encoding, where the backend has it without encoding them.
+	WithProtobuf bool
 }
 
 // ListResult is a page of a list.
@@ -238,6 +241,34 @@ type ListResult struct {
 	// the later pages hold; with a selector they are not, and
 	// kube-apiserver leaves the count out rather than give a wrong one).
 	RemainingItemCount *int64
+	// Protobuf, when not nil (ListOptions.WithProtobuf, and only from a
+	// backend that has it), holds for each of Items its core/v1
+	// protobuf encoding (Encoded), or a zero Encoded for an item the
+	// backend did not have encoded. A list answered in core/v1 protobuf
+	// uses it rather than encode the item.
+	Protobuf []Encoded
+}
+
+// Encoded is an event's core/v1 protobuf encoding as a backend holds it:
+// byte for byte what Of's Marshal gives. It stands for Of only: a
+// wrapper that passes on other events than the backend's (copies with
+// other namespaces, say) leaves it unused without knowing of it, as its
+// users check that the item is Of (Matches).
+type Encoded struct {
+	// Of is the event encoded, the very item of ListResult.Items.
+	Of *corev1.Event
+	// Bytes is the encoding, shared with the backend's caches: read
+	// it, never change it.
+	Bytes []byte
+}
+
+// Matches returns the encoding when e is ev's (the same object) and
+// has one; nil otherwise.
+func (e Encoded) Matches(ev *corev1.Event) []byte {
+	if e.Of == nil || e.Of != ev {
+		return nil
+	}
+	return e.Bytes
 }
 
 // Preconditions guard an update or a delete.

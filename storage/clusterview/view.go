@@ -317,6 +317,11 @@ func (v *View) List(ctx context.Context, opts storage.ListOptions) (*storage.Lis
 		return nil, err
 	}
 	opts.Selector = sel
+	if v.fleet || v.cluster != "" {
+		// The stored encodings hold storage namespaces: the view's
+		// copies are encoded by the server.
+		opts.WithProtobuf = false
+	}
 	res, err := v.base.List(ctx, opts)
 	if err != nil {
 		return nil, err

@@ -29,6 +29,48 @@ func objectHeaderOf(v []byte) (rev, expiry int64, proto []byte, err error) {
 	return int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:])), v[objectHeader:], nil
 }
 
+// withResourceVersion returns a stored Event's protobuf (written by
+// Marshal with an empty resourceVersion) with its resourceVersion set to
+// rev: what Marshal gives for the Event decodeEvent returns, without
+// decoding it. Marshal writes ObjectMeta first (Event field 1) and in
+// it every string field, empty ones too, in field order: name,
+// generateName, namespace, selfLink, uid, then resourceVersion (field 6,
+// empty). Anything else is an error (the caller encodes the decoded
+// event instead).
+func withResourceVersion(proto []byte, rev int64) ([]byte, error) {
+	metaLen, n := binary.Uvarint(proto[min(1, len(proto)):])
+	if len(proto) == 0 || proto[0] != 1<<3|2 || n <= 0 || metaLen > uint64(len(proto)-1-n) {
+		return nil, fmt.Errorf("stored event: no metadata first")
+	}
+	metaStart := 1 + n
+	meta := proto[metaStart : metaStart+int(metaLen)]
+	rest := proto[metaStart+int(metaLen):]
+	// Skip fields 1 to 5, each a tag byte and a length-delimited value.
+	pos := 0
+	for field := byte(1); field <= 5; field++ {
+		if pos >= len(meta) || meta[pos] != field<<3|2 {
+			return nil, fmt.Errorf("stored event: metadata field %d not where Marshal writes it", field)
+		}
+		l, n := binary.Uvarint(meta[pos+1:])
+		if n <= 0 || l > uint64(len(meta)-pos-1-n) {
+			return nil, fmt.Errorf("stored event: metadata field %d truncated", field)
+		}
+		pos += 1 + n + int(l)
+	}
+	if len(meta) < pos+2 || meta[pos] != 6<<3|2 || meta[pos+1] != 0 {
+		return nil, fmt.Errorf("stored event: no empty resourceVersion where Marshal writes it")
+	}
+	var rv [20]byte
+	rvb := strconv.AppendInt(rv[:0], rev, 10)
+	newMetaLen := len(meta) + len(rvb) // field 6's length byte stays one byte (< 128)
+	out := make([]byte, 0, 1+binary.MaxVarintLen64+newMetaLen+len(rest))
+	out = binary.AppendUvarint(append(out, 1<<3|2), uint64(newMetaLen))
+	out = append(out, meta[:pos]...)
+	out = append(append(out, 6<<3|2, byte(len(rvb))), rvb...)
+	out = append(out, meta[pos+2:]...)
+	return append(out, rest...), nil
+}
+
 // decodeEvent decodes a stored Event and stamps it with rev.
 func decodeEvent(proto []byte, rev int64) (*corev1.Event, error) {
 	ev := &corev1.Event{}

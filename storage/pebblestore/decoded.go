@@ -40,6 +40,9 @@ type decodedShard struct {
 type decodedEntry struct {
 	rev int64
 	ev  *corev1.Event
+	// encoded is ev's protobuf with its resourceVersion, once a list
+	// asked for it (read with encode).
+	encoded []byte
 }
 
 // newDecodedCache returns a cache of about n events, or nil for n <= 0.
@@ -65,32 +68,17 @@ func (c *decodedCache) shard(key []byte) *decodedShard {
 	return &c.shards[h%decodedShards]
 }
 
-// get returns the event decoded at key and rev, if kept.
-func (c *decodedCache) get(key []byte, rev int64) (*corev1.Event, bool) {
-	if c == nil {
-		return nil, false
-	}
-	s := c.shard(key)
-	s.mu.Lock()
-	e, ok := s.m[string(key)]
-	s.mu.Unlock()
-	if !ok || e.rev != rev {
-		return nil, false
-	}
-	return e.ev, true
-}
-
-// put keeps ev, decoded at key and rev.
-func (c *decodedCache) put(key []byte, rev int64, ev *corev1.Event) {
-	if c == nil {
-		return
-	}
-	s := c.shard(key)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.m[string(key)]; ok {
-		if rev > e.rev {
-			s.m[string(key)] = decodedEntry{rev, ev}
+// put keeps e at key: a new key takes the ring's next slot (evicting
+// the key there); a kept key is replaced by a later revision, and its
+// encoded form added at the same revision. Under s.mu.
+func (s *decodedShard) put(key []byte, e decodedEntry) {
+	if cur, ok := s.m[string(key)]; ok {
+		switch {
+		case e.rev > cur.rev:
+			s.m[string(key)] = e
+		case e.rev == cur.rev && cur.encoded == nil && e.encoded != nil:
+			cur.encoded = e.encoded
+			s.m[string(key)] = cur
 		}
 		return
 	}
@@ -100,7 +88,7 @@ func (c *decodedCache) put(key []byte, rev int64, ev *corev1.Event) {
 	}
 	s.ring[s.next] = k
 	s.next = (s.next + 1) % len(s.ring)
-	s.m[k] = decodedEntry{rev, ev}
+	s.m[k] = e
 }
 
 // len returns how many events the cache keeps.
@@ -121,17 +109,48 @@ func (c *decodedCache) len() int {
 // decodeCached decodes the object value v at key ("<ns>/<name>"),
 // through the cache.
 func (c *decodedCache) decodeCached(key, v []byte) (*corev1.Event, error) {
+	ev, _, err := c.read(key, v, false)
+	return ev, err
+}
+
+// read decodes the object value v at key ("<ns>/<name>") through the
+// cache, with one lookup; with encode it also returns the event's core/v1
+// protobuf with its resourceVersion (withResourceVersion; nil when the
+// stored form cannot be spliced), kept beside the decoded event.
+func (c *decodedCache) read(key, v []byte, encode bool) (*corev1.Event, []byte, error) {
 	rev, _, proto, err := objectHeaderOf(v)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if ev, ok := c.get(key, rev); ok {
-		return ev, nil
+	var s *decodedShard
+	var e decodedEntry
+	kept := false
+	if c != nil {
+		s = c.shard(key)
+		s.mu.Lock()
+		e, kept = s.m[string(key)]
+		s.mu.Unlock()
+		kept = kept && e.rev == rev
+		if kept && (!encode || e.encoded != nil) {
+			if !encode {
+				return e.ev, nil, nil
+			}
+			return e.ev, e.encoded, nil
+		}
 	}
-	ev, err := decodeEvent(proto, rev)
-	if err != nil {
-		return nil, err
+	if !kept {
+		e = decodedEntry{rev: rev}
+		if e.ev, err = decodeEvent(proto, rev); err != nil {
+			return nil, nil, err
+		}
 	}
-	c.put(key, rev, ev)
-	return ev, nil
+	if encode {
+		e.encoded, _ = withResourceVersion(proto, rev)
+	}
+	if s != nil {
+		s.mu.Lock()
+		s.put(key, e)
+		s.mu.Unlock()
+	}
+	return e.ev, e.encoded, nil
 }

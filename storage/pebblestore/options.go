@@ -100,8 +100,9 @@ type Options struct {
 	// DecodedCacheEvents is how many decoded events the store keeps for
 	// the lists its indexes serve (by uid, name, family, ...), so that a
 	// question asked again does not decode them again
-	// (DefaultDecodedCacheEvents when 0; negative keeps none). Full
-	// scans do not fill it.
+	// (DefaultDecodedCacheEvents when 0; negative keeps none), and with
+	// each, once a list asked for it (ListOptions.WithProtobuf), its
+	// protobuf with the resourceVersion. Full scans do not fill it.
 	DecodedCacheEvents int
 	// MemTableBytes is the memtable size.
 	MemTableBytes uint64

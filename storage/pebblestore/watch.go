@@ -324,7 +324,7 @@ func (w *watcher) run(initial *view) {
 func (w *watcher) sendInitial(v *view) bool {
 	var after string
 	for {
-		items, last, more, err := w.s.scan(w.ctx, v, w.opts.Selector, after, 256)
+		items, last, more, err := w.s.scan(w.ctx, v, w.opts.Selector, after, 256, nil)
 		if err != nil {
 			w.send(storage.Event{Err: err})
 			return false
