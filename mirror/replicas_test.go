@@ -89,8 +89,11 @@ func TestReplicasOverEtcd(t *testing.T) {
 		t.Fatalf("%d WatchLists: the new leader read the source's state again instead of resuming", n)
 	}
 	// etcd's revision also counts cursor saves and elections: count the
-	// new leader's writes instead.
-	if n := metricstest.Sum(t, standby.reg, "eventsd_mirror_changes_applied_total"); n != 1 {
+	// new leader's writes instead (counted once the store answered the
+	// write, which the list above may see first).
+	applied := func() float64 { return metricstest.Sum(t, standby.reg, "eventsd_mirror_changes_applied_total") }
+	waitFor(t, "the new leader counts its write", func() bool { return applied() >= 1 })
+	if n := applied(); n != 1 {
 		t.Fatalf("the new leader wrote %v changes, want the one made during the takeover", n)
 	}
 }
