@@ -284,20 +284,11 @@ func mustRev(t *testing.T, e *corev1.Event) int64 {
 
 func cmpKey(a, b *corev1.Event) int {
 	if a.Namespace != b.Namespace {
-		return compareStrings(a.Namespace, b.Namespace)
+		return strings.Compare(a.Namespace, b.Namespace)
 	}
-	return compareStrings(a.Name, b.Name)
+	return strings.Compare(a.Name, b.Name)
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
 
 // cmpFleetKey orders "cluster:ns/name" keys as a fleet view lists them:
 // by storage namespace ("~cluster~ns"), then name.
@@ -306,5 +297,5 @@ func cmpFleetKey(a, b string) int {
 		c, rest, _ := strings.Cut(s, ":")
 		return storage.ClusterNamespace(c, rest)
 	}
-	return compareStrings(ka(a), ka(b))
+	return strings.Compare(ka(a), ka(b))
 }
