@@ -289,7 +289,6 @@ func cmpKey(a, b *corev1.Event) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-
 // cmpFleetKey orders "cluster:ns/name" keys as a fleet view lists them:
 // by storage namespace ("~cluster~ns"), then name.
 func cmpFleetKey(a, b string) int {
