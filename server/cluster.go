@@ -50,10 +50,7 @@ type Cluster struct {
 type scope struct {
 	// name is the cluster's name in authorization attributes and
 	// messages: "" for the root cluster, FleetCluster for the fleet.
-	name string
-	// path is the prefix of the scope's paths ("" at the root), for
-	// messages.
-	path      string
+	name      string
 	store     storage.Interface
 	lineage   Lineage
 	readOnly  string
@@ -116,11 +113,11 @@ func (s *Server) newScopes(cfg Config) error {
 		if _, dup := s.clusters[c.Name]; dup {
 			return fmt.Errorf("server: Config.Clusters: cluster %q given twice", c.Name)
 		}
-		s.clusters[c.Name] = &scope{name: c.Name, path: ClustersPathPrefix + c.Name, store: clusterview.New(cfg.Store, c.Name),
+		s.clusters[c.Name] = &scope{name: c.Name, store: clusterview.New(cfg.Store, c.Name),
 			lineage: lin(c.Lineage), readOnly: c.ReadOnly, discovery: disc(c.ReadOnly)}
 	}
 	fleet := clusterview.Fleet(cfg.Store)
-	s.clusters[FleetCluster] = &scope{name: FleetCluster, path: ClustersPathPrefix + FleetCluster, store: fleet, fleet: fleet,
+	s.clusters[FleetCluster] = &scope{name: FleetCluster, store: fleet, fleet: fleet,
 		lineage: lin(nil), readOnly: fleetReadOnly, discovery: ro}
 	if cfg.RootCluster != "" {
 		sc, ok := s.clusters[cfg.RootCluster]

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/kubevents/kubevents/eventapi"
 	"github.com/kubevents/kubevents/storage"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // ClusterAnnotation names the cluster of an event served by a fleet View.
@@ -74,15 +74,6 @@ func (v *View) narrow(c string) *View {
 // allowed in those only).
 func (v *View) Only(cs ...string) *View {
 	return &View{base: v.base, fleet: true, only: slices.Clone(cs)}
-}
-
-// Cluster returns the cluster v serves ("" the root cluster; "*" every
-// named cluster).
-func (v *View) Cluster() string {
-	if v.fleet {
-		return "*"
-	}
-	return v.cluster
 }
 
 func (v *View) clusters() storage.Clusters {
@@ -282,10 +273,6 @@ type predicate struct {
 
 // Matches implements storage.Predicate.
 func (p predicate) Matches(ev *corev1.Event) bool { return p.p.Matches(p.v.out(ev)) }
-
-// Unwrap returns the predicate the view was given, whose owner checks it
-// for errors.
-func (p predicate) Unwrap() storage.Predicate { return p.p }
 
 // namespaceTerms holds the metadata.namespace terms of a fleet view's
 // selection, checked on the namespace split from the storage namespace,
@@ -492,13 +479,8 @@ func ValidName(name string) string {
 	if name == "" || len(name) > MaxNameLength {
 		return fmt.Sprintf("must have 1 to %d characters", MaxNameLength)
 	}
-	for i, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0 && i < len(name)-1) {
-			return "must consist of lower case alphanumeric characters or '-', and start and end with an alphanumeric character"
-		}
-	}
-	if strings.ContainsRune(name, storage.ClusterMark) {
-		return "must not hold " + string(storage.ClusterMark)
+	if len(validation.IsDNS1123Label(name)) > 0 {
+		return "must consist of lower case alphanumeric characters or '-', and start and end with an alphanumeric character"
 	}
 	return ""
 }

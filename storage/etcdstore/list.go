@@ -187,6 +187,7 @@ func (s *Store) stopKey(sel storage.Selector) string {
 func (s *Store) scan(ctx context.Context, prefix, start string, rev int64, sel storage.Selector, limit int64) (*storage.ListResult, error) {
 	res := &storage.ListResult{Items: []*corev1.Event{}}
 	batch := limit
+	stop := s.stopKey(sel)
 	for {
 		resp, err := s.kv.List(ctx, prefix, kubernetes.ListOptions{Revision: rev, Limit: batch, Continue: start})
 		if err != nil {
@@ -199,7 +200,6 @@ func (s *Store) scan(ctx context.Context, prefix, start string, rev int64, sel s
 		}
 		res.Revision = rev
 		var last string
-		stop := s.stopKey(sel)
 		for i, kv := range resp.Kvs {
 			last = string(kv.Key)
 			if stop != "" && last >= stop {
